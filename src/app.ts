@@ -1,0 +1,118 @@
+// Builds the HTTP application from its dependencies; listening is left to the caller, so tests
+// build a fresh app per test and drive it in-process.
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
+import Fastify, {
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyServerOptions,
+} from 'fastify'
+import { ApiKeyVerifier } from './auth/api-keys.js'
+import { registerAuth } from './auth/authenticate.js'
+import { type Clock, systemClock } from './clock.js'
+import type { Config } from './config.js'
+import { ApiError, errorBody } from './errors.js'
+import { handleClientError, registerErrorHandling } from './http/error-handling.js'
+import { healthRoutes } from './http/health.js'
+import { isAcceptedJsonCharset, parseJsonBody } from './http/json-body.js'
+import { registerOpenApi } from './http/openapi.js'
+import { RequestLogController } from './http/request-log.js'
+import { createValidatorCompiler } from './http/validation.js'
+import './http/types.js'
+import { DeprecatedCallCounter, deprecationHeaders } from './pets/deprecation.js'
+import { petRoutes } from './pets/routes.js'
+import { PetService } from './pets/service.js'
+import type { Store } from './storage/store.js'
+
+export interface AppDependencies {
+  config: Config
+  store: Store
+  clock?: Clock
+  logger?: FastifyServerOptions['logger']
+  /** Readiness answers 503 while this returns true (set on SIGTERM). */
+  isDraining?: () => boolean
+}
+
+export const BODY_LIMIT_BYTES = 64 * 1024
+const IDEMPOTENCY_PURGE_INTERVAL_MS = 60 * 60 * 1000
+
+/** An incoming X-Request-Id is echoed when it is sane; otherwise the service makes one. */
+function requestId(req: IncomingMessage): string {
+  const incoming = req.headers['x-request-id']
+  return typeof incoming === 'string' && /^[A-Za-z0-9._:@-]{1,128}$/.test(incoming)
+    ? incoming
+    : randomUUID()
+}
+
+export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
+  const { config, store } = deps
+  const clock = deps.clock ?? systemClock
+  const app = Fastify({
+    logger: deps.logger ?? false,
+    logController: new RequestLogController(),
+    genReqId: requestId,
+    bodyLimit: BODY_LIMIT_BYTES,
+    trustProxy: config.trustProxy,
+    routerOptions: { maxParamLength: 1000 },
+    requestTimeout: 30_000,
+    forceCloseConnections: 'idle',
+    return503OnClosing: true,
+    clientErrorHandler: handleClientError,
+    frameworkErrors: (error, request, rawReply) => {
+      const reply = rawReply as FastifyReply
+      reply
+        .code(400)
+        .headers({ 'x-request-id': request.id, 'cache-control': 'no-store' })
+        .send(errorBody('invalid_request', error.message))
+    },
+  })
+
+  app.setValidatorCompiler(createValidatorCompiler())
+  // Only JSON bodies are accepted; every other media type is 415.
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    if (!isAcceptedJsonCharset(request.headers['content-type'] ?? '')) {
+      done(new ApiError('unsupported_media_type', 'request body must be UTF-8 application/json'))
+      return
+    }
+    try {
+      done(null, parseJsonBody(body as Buffer))
+    } catch (err) {
+      done(err as Error)
+    }
+  })
+
+  registerErrorHandling(app)
+
+  const deprecation = deprecationHeaders(config.deprecatedAt)
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+    reply.header('cache-control', 'no-store')
+    if (request.routeOptions.config.deprecated) reply.headers(deprecation)
+  })
+
+  await registerAuth(app, {
+    verifier: new ApiKeyVerifier(store, clock, config.apiKeys),
+    rateLimit: { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs },
+    authFailureLimit: { max: config.authFailureLimitMax, windowMs: config.authFailureWindowMs },
+  })
+  await registerOpenApi(app, { productionUrl: config.productionUrl, stagingUrl: config.stagingUrl })
+
+  const service = new PetService(store, clock)
+  await app.register(healthRoutes, { store, isDraining: deps.isDraining ?? (() => false) })
+  await app.register(petRoutes, {
+    service,
+    clock,
+    deprecatedCalls: new DeprecatedCallCounter(),
+    fallbackOrigin: new URL(config.productionUrl).origin,
+  })
+
+  const purge = () =>
+    service.purgeExpiredIdempotencyKeys().catch((err) => app.log.warn({ err }, 'purge failed'))
+  const purgeTimer = setInterval(purge, IDEMPOTENCY_PURGE_INTERVAL_MS).unref()
+  app.addHook('onReady', async () => {
+    await purge()
+  })
+  app.addHook('onClose', async () => clearInterval(purgeTimer))
+  return app
+}

@@ -1,0 +1,144 @@
+#!/usr/bin/env node
+// The `petstore` command: one entry for everything an operator does.
+import { Command, CommanderError, InvalidArgumentError } from 'commander'
+import { type Config, ConfigError, loadConfig } from '../config.js'
+import { clockFor, startServer } from '../server.js'
+import { openStore } from '../storage/open-store.js'
+import type { Store } from '../storage/store.js'
+import { parseDuration } from './duration.js'
+import { createKeyCommand, listKeysCommand, revokeKeyCommand } from './keys.js'
+
+const USAGE_ERROR = 2
+
+class UsageError extends Error {}
+
+function config(): Config {
+  try {
+    return loadConfig()
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message)
+    throw err
+  }
+}
+
+async function withStore<T>(cfg: Config, fn: (store: Store) => Promise<T>): Promise<T> {
+  const store = await openStore(cfg.databaseUrl)
+  try {
+    return await fn(store)
+  } finally {
+    await store.close()
+  }
+}
+
+function durationArg(text: string): number {
+  const ms = parseDuration(text)
+  if (ms === null)
+    throw new InvalidArgumentError('expected a duration such as 90s, 30m, 12h, 30d or 2w')
+  return ms
+}
+
+function nameArg(text: string): string {
+  if (!/^[\x20-\x7e]{1,100}$/.test(text) || text.trim() === '') {
+    throw new InvalidArgumentError('expected 1 to 100 printable ASCII characters')
+  }
+  return text
+}
+
+async function serve(): Promise<void> {
+  const cfg = config()
+  const server = await startServer(cfg, process.stdout)
+  const onSignal = (signal: NodeJS.Signals) => {
+    server.app.log.info({ signal }, 'draining before exit')
+    server
+      .stop()
+      .then(() => process.exit(0))
+      .catch((err) => {
+        server.app.log.error({ err }, 'shutdown failed')
+        process.exit(1)
+      })
+  }
+  process.once('SIGTERM', onSignal)
+  process.once('SIGINT', onSignal)
+}
+
+function buildProgram(): Command {
+  const program = new Command('petstore')
+    .description('Pet store catalogue service. Settings come from the environment (see README).')
+    .showHelpAfterError()
+    .exitOverride()
+
+  program
+    .command('serve')
+    .description('run the HTTP API (the default of `npm start`)')
+    .action(serve)
+
+  program
+    .command('migrate')
+    .description('create the database or bring its schema up to date, then exit')
+    .action(async () => {
+      const cfg = config()
+      await withStore(cfg, async (store) => {
+        process.stdout.write(`database is up to date (${store.kind}: ${cfg.databaseUrl})\n`)
+      })
+    })
+
+  const keys = program.command('keys').description('manage API keys')
+  keys
+    .command('create')
+    .description('create a key and print it once, alone on the last line')
+    .requiredOption('--name <name>', 'who or what the key is for', nameArg)
+    .option(
+      '--expires-in <duration>',
+      'lifetime, e.g. 30d, 12h, 2w (default: no expiry)',
+      durationArg,
+    )
+    .action(async (opts: { name: string; expiresIn?: number }) => {
+      const cfg = config()
+      await withStore(cfg, (store) =>
+        createKeyCommand(store, clockFor(cfg), opts.name, opts.expiresIn ?? null, process.stdout),
+      )
+    })
+  keys
+    .command('list')
+    .description('list keys (ids, names, states; never the keys themselves)')
+    .option('--json', 'print JSON instead of a table')
+    .action(async (opts: { json?: boolean }) => {
+      const cfg = config()
+      await withStore(cfg, (store) =>
+        listKeysCommand(store, clockFor(cfg), opts.json === true, process.stdout),
+      )
+    })
+  keys
+    .command('revoke')
+    .description('revoke a key by id; it is refused from its next request on')
+    .argument('<id>', 'the key id shown by `keys list`')
+    .action(async (id: string) => {
+      const cfg = config()
+      const revoked = await withStore(cfg, (store) =>
+        revokeKeyCommand(store, clockFor(cfg), id, process.stdout),
+      )
+      if (!revoked) throw new UsageError(`no active API key with id ${id}`)
+    })
+  return program
+}
+
+async function main(argv: string[]): Promise<void> {
+  try {
+    await buildProgram().parseAsync(argv)
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // Help and version exit 0; every mistake in the arguments exits 2.
+      process.exitCode = err.exitCode === 0 ? 0 : USAGE_ERROR
+      return
+    }
+    if (err instanceof UsageError) {
+      process.stderr.write(`petstore: ${err.message}\n`)
+      process.exitCode = USAGE_ERROR
+      return
+    }
+    process.stderr.write(`petstore: ${err instanceof Error ? err.message : String(err)}\n`)
+    process.exitCode = 1
+  }
+}
+
+await main(process.argv)

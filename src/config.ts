@@ -1,0 +1,291 @@
+// The only module that reads process.env: every setting is parsed and checked here, once, at start.
+import { readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+
+export interface Config {
+  port: number
+  host: string
+  databaseUrl: string
+  apiKeys: string[]
+  /** Fixed start instant of the clock (testing aid); null means the system clock. */
+  now: Date | null
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+  productionUrl: string
+  stagingUrl: string
+  deprecatedAt: Date
+  rateLimitMax: number
+  rateLimitWindowMs: number
+  authFailureLimitMax: number
+  authFailureWindowMs: number
+  trustProxy: boolean
+  shutdownTimeoutMs: number
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  ${problems.join('\n  ')}`)
+    this.name = 'ConfigError'
+  }
+}
+
+type Parser<T> = (raw: string) => T
+
+interface Setting<K extends keyof Config> {
+  key: K
+  env: string
+  default: string
+  accepts: string
+  description: string
+  parse: Parser<Config[K]>
+}
+
+const integer =
+  (min: number, max: number): Parser<number> =>
+  (raw) => {
+    if (!/^\d+$/.test(raw)) throw new Error()
+    const n = Number(raw)
+    if (n < min || n > max) throw new Error()
+    return n
+  }
+
+const durationUnits: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
+
+/** A duration such as `500ms`, `30s`, `1m`, `2h`; returns milliseconds. */
+export const duration: Parser<number> = (raw) => {
+  const m = /^(\d+)(ms|s|m|h)$/.exec(raw)
+  if (!m) throw new Error()
+  return Number(m[1]) * durationUnits[m[2]!]!
+}
+
+const instant: Parser<Date> = (raw) => {
+  // An ISO 8601 instant with an explicit zone, so the meaning never depends on the machine's TZ.
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(raw))
+    throw new Error()
+  const d = new Date(raw)
+  if (Number.isNaN(d.getTime())) throw new Error()
+  return d
+}
+
+const baseUrl: Parser<string> = (raw) => {
+  const u = new URL(raw)
+  const trimmed = raw.replace(/\/+$/, '')
+  if ((u.protocol !== 'http:' && u.protocol !== 'https:') || !trimmed.endsWith('/v1')) {
+    throw new Error()
+  }
+  return trimmed
+}
+
+const boolean: Parser<boolean> = (raw) => {
+  if (raw === 'true' || raw === '1') return true
+  if (raw === 'false' || raw === '0') return false
+  throw new Error()
+}
+
+const databaseUrl: Parser<string> = (raw) => {
+  if (!raw.startsWith('sqlite:') || raw.length === 'sqlite:'.length) throw new Error()
+  return raw
+}
+
+const apiKeyList: Parser<string[]> = (raw) => {
+  const keys = raw
+    .split(',')
+    .map((k) => k.trim())
+    .filter((k) => k !== '')
+  // Keys travel in an Authorization header: they must be visible ASCII and long enough to be secret.
+  if (keys.some((k) => !/^[\x21-\x7e]{16,512}$/.test(k))) throw new Error()
+  return keys
+}
+
+const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+const logLevel: Parser<Config['logLevel']> = (raw) => {
+  const level = logLevels.find((l) => l === raw)
+  if (!level) throw new Error()
+  return level
+}
+
+const text: Parser<string> = (raw) => {
+  if (raw === '') throw new Error()
+  return raw
+}
+
+export const settings = [
+  {
+    key: 'port',
+    env: 'PORT',
+    default: '8080',
+    accepts: 'an integer from 0 to 65535',
+    description: 'TCP port of the API.',
+    parse: integer(0, 65535),
+  },
+  {
+    key: 'host',
+    env: 'HOST',
+    default: '127.0.0.1',
+    accepts: 'a host name or IP address',
+    description: 'Address the API listens on (`0.0.0.0` for every interface).',
+    parse: text,
+  },
+  {
+    key: 'databaseUrl',
+    env: 'PETSTORE_DATABASE_URL',
+    default: 'sqlite:./data/petstore.db',
+    accepts: '`sqlite:<path>`',
+    description:
+      'Where the catalogue is stored. The SQLite file and its folder are created on first start.',
+    parse: databaseUrl,
+  },
+  {
+    key: 'apiKeys',
+    env: 'PETSTORE_API_KEYS',
+    default: '',
+    accepts: 'comma-separated keys of 16 to 512 visible ASCII characters',
+    description: 'Keys accepted besides the stored ones. When set, no bootstrap key is created.',
+    parse: apiKeyList,
+  },
+  {
+    key: 'now',
+    env: 'PETSTORE_NOW',
+    default: '',
+    accepts: 'an ISO 8601 instant with a zone, e.g. `2030-12-05T00:00:00Z`',
+    description: 'Testing aid: the clock starts at this instant and runs on from there.',
+    parse: instant,
+  },
+  {
+    key: 'logLevel',
+    env: 'PETSTORE_LOG_LEVEL',
+    default: 'info',
+    accepts: logLevels.join(', '),
+    description: 'Least severe level that is logged.',
+    parse: logLevel,
+  },
+  {
+    key: 'productionUrl',
+    env: 'PETSTORE_PRODUCTION_URL',
+    default: 'https://petstore.example.com/v1',
+    accepts: 'an http(s) URL ending in /v1',
+    description: 'Production base address, the first `servers` entry of the OpenAPI document.',
+    parse: baseUrl,
+  },
+  {
+    key: 'stagingUrl',
+    env: 'PETSTORE_STAGING_URL',
+    default: 'https://staging.petstore.example.com/v1',
+    accepts: 'an http(s) URL ending in /v1',
+    description: 'Staging base address, the second `servers` entry of the OpenAPI document.',
+    parse: baseUrl,
+  },
+  {
+    key: 'deprecatedAt',
+    env: 'PETSTORE_GETPET_DEPRECATED_AT',
+    default: '2025-12-05T00:00:00Z',
+    accepts: 'an ISO 8601 instant with a zone, not after the sunset',
+    description: 'When `getPet` became deprecated; sent as `Deprecation: @<epoch-seconds>`.',
+    parse: instant,
+  },
+  {
+    key: 'rateLimitMax',
+    env: 'PETSTORE_RATE_LIMIT_MAX',
+    default: '6000',
+    accepts: 'an integer from 1 to 100000000',
+    description: 'Requests one API key may make per window.',
+    parse: integer(1, 100_000_000),
+  },
+  {
+    key: 'rateLimitWindowMs',
+    env: 'PETSTORE_RATE_LIMIT_WINDOW',
+    default: '60s',
+    accepts: 'a duration such as `60s`, `1m`, `1h`',
+    description: 'Length of the per-key rate-limit window.',
+    parse: duration,
+  },
+  {
+    key: 'authFailureLimitMax',
+    env: 'PETSTORE_AUTH_FAILURE_LIMIT_MAX',
+    default: '30',
+    accepts: 'an integer from 1 to 100000000',
+    description:
+      'Failed authentications one client address may make per window before it gets 429.',
+    parse: integer(1, 100_000_000),
+  },
+  {
+    key: 'authFailureWindowMs',
+    env: 'PETSTORE_AUTH_FAILURE_WINDOW',
+    default: '60s',
+    accepts: 'a duration such as `60s`, `1m`, `1h`',
+    description: 'Length of the failed-authentication window.',
+    parse: duration,
+  },
+  {
+    key: 'trustProxy',
+    env: 'PETSTORE_TRUST_PROXY',
+    default: 'false',
+    accepts: '`true` or `false`',
+    description:
+      'Trust `X-Forwarded-*` headers (client address, protocol, host) from a reverse proxy.',
+    parse: boolean,
+  },
+  {
+    key: 'shutdownTimeoutMs',
+    env: 'PETSTORE_SHUTDOWN_TIMEOUT',
+    default: '10s',
+    accepts: 'a duration such as `10s`',
+    description: 'How long SIGTERM waits for in-flight requests before closing anyway.',
+    parse: duration,
+  },
+] as const satisfies readonly Setting<keyof Config>[]
+
+const nullableWhenEmpty = new Set<keyof Config>(['now'])
+
+/** Parses `KEY=value` lines of a .env file; the real environment wins over it. */
+function readDotEnv(path: string): Record<string, string> {
+  let content: string
+  try {
+    content = readFileSync(path, 'utf8')
+  } catch {
+    return {}
+  }
+  const out: Record<string, string> = {}
+  for (const line of content.split(/\r?\n/)) {
+    const m = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line)
+    if (!m || line.trimStart().startsWith('#')) continue
+    out[m[1]!] = m[2]!.replace(/^(['"])(.*)\1$/, '$2')
+  }
+  return out
+}
+
+export function loadConfig(
+  env: Record<string, string | undefined> = process.env,
+  dotEnvPath: string | null = '.env',
+): Config {
+  const source = { ...(dotEnvPath ? readDotEnv(resolve(dotEnvPath)) : {}), ...env }
+  const problems: string[] = []
+  const config: Record<string, unknown> = {}
+  for (const s of settings as readonly Setting<keyof Config>[]) {
+    const raw = source[s.env] ?? s.default
+    if (raw === '' && (nullableWhenEmpty.has(s.key) || s.key === 'apiKeys')) {
+      config[s.key] = s.key === 'apiKeys' ? [] : null
+      continue
+    }
+    try {
+      config[s.key] = s.parse(raw)
+    } catch {
+      problems.push(`${s.env}=${JSON.stringify(raw)} is invalid: expected ${s.accepts}`)
+    }
+  }
+  const result = config as unknown as Config
+  if (problems.length === 0 && result.deprecatedAt.getTime() > GETPET_SUNSET.getTime()) {
+    problems.push(
+      `PETSTORE_GETPET_DEPRECATED_AT must not be after the sunset ${GETPET_SUNSET.toISOString()}`,
+    )
+  }
+  if (problems.length > 0) throw new ConfigError(problems)
+  return result
+}
+
+/** Removal date of getPet, fixed by the interface specification. */
+export const GETPET_SUNSET = new Date('2030-12-05T00:00:00Z')
+
+/** Settings for tests and tools: the defaults with some overridden. */
+export function configWith(overrides: Partial<Config> = {}): Config {
+  return { ...loadConfig({}, null), ...overrides }
+}

@@ -1,0 +1,28 @@
+// Liveness and readiness, outside /v1 and without authentication.
+import type { FastifyInstance } from 'fastify'
+import type { Store } from '../storage/store.js'
+
+export interface HealthOptions {
+  store: Store
+  /** True once the process has been told to stop: readiness then answers 503. */
+  isDraining: () => boolean
+}
+
+export async function healthRoutes(app: FastifyInstance, opts: HealthOptions): Promise<void> {
+  const hidden = { hide: true }
+  app.get('/healthz', { config: { public: true }, schema: hidden }, async () => ({ status: 'ok' }))
+  app.get('/readyz', { config: { public: true }, schema: hidden }, async (request, reply) => {
+    if (opts.isDraining()) {
+      reply.code(503)
+      return { code: 'service_unavailable', message: 'shutting down', status: 503 }
+    }
+    try {
+      await opts.store.ping()
+    } catch (err) {
+      request.log.warn({ err }, 'storage is not reachable')
+      reply.code(503)
+      return { code: 'service_unavailable', message: 'storage is not reachable', status: 503 }
+    }
+    return { status: 'ready' }
+  })
+}

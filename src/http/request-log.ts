@@ -1,0 +1,29 @@
+// One log line per request, with what an operator asks of it: which operation, which key's
+// owner, what status, how long. Headers are never logged, so no key can leak through a log.
+import { type FastifyReply, type FastifyRequest, LogController } from 'fastify'
+
+export class RequestLogController extends LogController {
+  constructor() {
+    super({ requestIdLogLabel: 'requestId' })
+  }
+
+  override incomingRequest(): void {}
+
+  override requestCompleted(
+    error: Error | null | undefined,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): void {
+    const line = {
+      operation: request.routeOptions.config.operation,
+      method: request.method,
+      url: request.url,
+      status: reply.statusCode,
+      durationMs: Math.round(reply.elapsedTime * 100) / 100,
+      apiKeyName: request.apiKey?.name,
+      remoteAddress: request.ip,
+    }
+    if (error) reply.log.error({ ...line, err: error }, 'request errored')
+    else reply.log.info(line, 'request completed')
+  }
+}

@@ -1,0 +1,94 @@
+// Runs the service: config → storage → app → listen; SIGTERM and SIGINT drain and exit 0.
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from './app.js'
+import { createApiKey } from './auth/api-keys.js'
+import { type Clock, clockStartingAt, systemClock } from './clock.js'
+import type { Config } from './config.js'
+import { openStore } from './storage/open-store.js'
+import type { Store } from './storage/store.js'
+
+export interface RunningServer {
+  app: FastifyInstance
+  store: Store
+  address: string
+  /** Drains: readiness turns 503, in-flight requests finish, then storage closes. */
+  stop(): Promise<void>
+}
+
+export function clockFor(config: Config): Clock {
+  return config.now ? clockStartingAt(config.now) : systemClock
+}
+
+/** First start with no key at all: make one, show it once, keep only its hash. */
+async function ensureBootstrapKey(
+  config: Config,
+  store: Store,
+  clock: Clock,
+  out: NodeJS.WritableStream,
+) {
+  if (config.apiKeys.length > 0 || (await store.countApiKeys()) > 0) return
+  const { key, record } = await createApiKey(store, clock, 'bootstrap')
+  out.write(
+    [
+      '',
+      '================================================================',
+      ' No API key existed, so one was created. It is shown only now:',
+      '',
+      `   ${key}`,
+      '',
+      ` Key id: ${record.id}. Manage keys with \`petstore keys\`.`,
+      '================================================================',
+      '',
+    ].join('\n'),
+  )
+}
+
+export async function startServer(
+  config: Config,
+  out: NodeJS.WritableStream,
+): Promise<RunningServer> {
+  const clock = clockFor(config)
+  const store = await openStore(config.databaseUrl)
+  let draining = false
+  let app: FastifyInstance
+  try {
+    await ensureBootstrapKey(config, store, clock, out)
+    app = await buildApp({
+      config,
+      store,
+      clock,
+      isDraining: () => draining,
+      logger: {
+        level: config.logLevel,
+        redact: {
+          paths: ['req.headers.authorization', 'headers.authorization'],
+          censor: '[redacted]',
+        },
+      },
+    })
+    await app.listen({ port: config.port, host: config.host })
+  } catch (err) {
+    await store.close()
+    throw err
+  }
+  const addr = app.server.address()
+  const address =
+    typeof addr === 'string' || addr === null
+      ? String(addr)
+      : `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`
+  out.write(`petstore listening on ${address} (store: ${store.kind})\n`)
+
+  let stopping: Promise<void> | undefined
+  const stop = () => {
+    stopping ??= (async () => {
+      draining = true
+      const timeout = new Promise<void>((resolve) =>
+        setTimeout(resolve, config.shutdownTimeoutMs).unref(),
+      )
+      await Promise.race([app.close(), timeout])
+      await store.close()
+    })()
+    return stopping
+  }
+  return { app, store, address, stop }
+}

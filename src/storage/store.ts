@@ -1,0 +1,75 @@
+// The storage interface: the domain talks to this, and each database has an adapter behind it.
+
+export const petStatuses = ['available', 'pending', 'sold'] as const
+export type PetStatus = (typeof petStatuses)[number]
+
+export interface NewPet {
+  name: string
+  categoryId: bigint
+  status?: PetStatus
+}
+
+export interface Pet extends NewPet {
+  id: bigint
+}
+
+export interface PetPageQuery {
+  /** Return only pets whose id is greater than this (keyset pagination); null for the first page. */
+  afterId: bigint | null
+  status: PetStatus | null
+  limit: number
+}
+
+export interface ApiKeyRecord {
+  id: string
+  name: string
+  /** SHA-256 of the key's secret part; the key itself is never stored. */
+  secretHash: Buffer
+  createdAt: Date
+  expiresAt: Date | null
+  revokedAt: Date | null
+}
+
+/** Identifies one idempotent request: the key a client sent, scoped to the API key that sent it. */
+export interface IdempotencyRef {
+  apiKeyId: string
+  key: string
+}
+
+export interface IdempotencyClaimRequest extends IdempotencyRef {
+  requestHash: string
+  now: Date
+  /** Records older than this are expired and no longer replayed. */
+  retentionMs: number
+  /** A claim not completed within this time is taken to belong to a request that died. */
+  leaseMs: number
+}
+
+export type IdempotencyClaim =
+  | { outcome: 'claimed' }
+  | { outcome: 'in_progress' }
+  | { outcome: 'mismatch' }
+  | { outcome: 'completed'; petId: bigint }
+
+export interface Store {
+  readonly kind: string
+  listPets(query: PetPageQuery): Promise<Pet[]>
+  getPet(id: bigint): Promise<Pet | null>
+  /**
+   * Adds a pet and resolves once it is durable. With `completes`, the idempotency claim is
+   * completed in the same transaction, so a replay can never find a claim without its pet.
+   */
+  createPet(pet: NewPet, completes?: IdempotencyRef): Promise<Pet>
+  claimIdempotencyKey(request: IdempotencyClaimRequest): Promise<IdempotencyClaim>
+  releaseIdempotencyKey(ref: IdempotencyRef): Promise<void>
+  deleteIdempotencyKeysBefore(cutoff: Date): Promise<number>
+  insertApiKey(key: ApiKeyRecord): Promise<void>
+  findApiKey(id: string): Promise<ApiKeyRecord | null>
+  listApiKeys(): Promise<ApiKeyRecord[]>
+  /** Marks the key revoked; false when no such key exists or it was already revoked. */
+  revokeApiKey(id: string, at: Date): Promise<boolean>
+  countApiKeys(): Promise<number>
+  /** Resolves when the database answers; rejects otherwise. */
+  ping(): Promise<void>
+  close(): Promise<void>
+}
