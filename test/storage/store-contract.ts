@@ -1,0 +1,205 @@
+// The behaviour every storage adapter must show. Each adapter's test file runs this suite.
+import assert from 'node:assert/strict'
+import { describe, type TestContext, test } from 'node:test'
+import type { ApiKeyRecord, IdempotencyClaimRequest, Store } from '../../src/storage/store.js'
+
+export type OpenStore = (t: TestContext) => Promise<Store>
+
+const HOUR = 3_600_000
+
+export function storeContract(adapter: string, open: OpenStore): void {
+  describe(`${adapter} store`, () => {
+    test('creates pets with ascending ids and reads them back exactly', async (t) => {
+      const store = await open(t)
+      const a = await store.createPet({
+        name: 'a',
+        categoryId: 9223372036854775807n,
+        status: 'sold',
+      })
+      const b = await store.createPet({ name: 'b', categoryId: -9223372036854775808n })
+      assert.deepEqual(a, { id: 1n, name: 'a', categoryId: 9223372036854775807n, status: 'sold' })
+      assert.deepEqual(b, { id: 2n, name: 'b', categoryId: -9223372036854775808n })
+      assert.deepEqual(await store.getPet(1n), a)
+      assert.deepEqual(await store.getPet(2n), b)
+      assert.equal(await store.getPet(3n), null)
+      assert.equal(await store.getPet(9223372036854775807n), null)
+    })
+
+    test('concurrent creates all commit, each with its own id', async (t) => {
+      const store = await open(t)
+      const pets = await Promise.all(
+        Array.from({ length: 200 }, (_, i) =>
+          store.createPet({ name: `p${i}`, categoryId: BigInt(i) }),
+        ),
+      )
+      const ids = pets.map((p) => p.id)
+      assert.equal(new Set(ids).size, 200)
+      const all = await store.listPets({ afterId: null, status: null, limit: 1000 })
+      assert.deepEqual(
+        all.map((p) => p.id),
+        [...ids].sort((x, y) => (x < y ? -1 : 1)),
+      )
+    })
+
+    test('lists in id order with keyset paging and the status filter', async (t) => {
+      const store = await open(t)
+      const statuses = ['available', 'pending', undefined] as const
+      for (let i = 0; i < 9; i++) {
+        const status = statuses[i % 3]
+        await store.createPet({
+          name: `p${i}`,
+          categoryId: BigInt(i),
+          ...(status ? { status } : {}),
+        })
+      }
+      const page = await store.listPets({ afterId: 2n, status: null, limit: 3 })
+      assert.deepEqual(
+        page.map((p) => p.id),
+        [3n, 4n, 5n],
+      )
+      const pending = await store.listPets({ afterId: null, status: 'pending', limit: 10 })
+      assert.deepEqual(
+        pending.map((p) => [p.id, p.status]),
+        [
+          [2n, 'pending'],
+          [5n, 'pending'],
+          [8n, 'pending'],
+        ],
+      )
+      const after = await store.listPets({ afterId: 5n, status: 'pending', limit: 10 })
+      assert.deepEqual(
+        after.map((p) => p.id),
+        [8n],
+      )
+      assert.deepEqual(await store.listPets({ afterId: 9n, status: null, limit: 10 }), [])
+    })
+
+    test('idempotency claims: claimed, in progress, mismatch, completed', async (t) => {
+      const store = await open(t)
+      const now = new Date('2026-03-01T00:00:00Z')
+      const req: IdempotencyClaimRequest = {
+        apiKeyId: 'k1',
+        key: 'abc',
+        requestHash: 'h1',
+        now,
+        retentionMs: 24 * HOUR,
+        leaseMs: 60_000,
+      }
+      assert.deepEqual(await store.claimIdempotencyKey(req), { outcome: 'claimed' })
+      assert.deepEqual(await store.claimIdempotencyKey(req), { outcome: 'in_progress' })
+      assert.deepEqual(await store.claimIdempotencyKey({ ...req, requestHash: 'h2' }), {
+        outcome: 'mismatch',
+      })
+      // Scoped to the API key: another key may use the same Idempotency-Key.
+      assert.deepEqual(await store.claimIdempotencyKey({ ...req, apiKeyId: 'k2' }), {
+        outcome: 'claimed',
+      })
+      const pet = await store.createPet(
+        { name: 'x', categoryId: 1n },
+        { apiKeyId: 'k1', key: 'abc' },
+      )
+      assert.deepEqual(await store.claimIdempotencyKey(req), {
+        outcome: 'completed',
+        petId: pet.id,
+      })
+      // Within 24 hours it is replayed; after, the key is free again.
+      const later = new Date(now.getTime() + 24 * HOUR - 1)
+      assert.deepEqual(await store.claimIdempotencyKey({ ...req, now: later }), {
+        outcome: 'completed',
+        petId: pet.id,
+      })
+      const expired = new Date(now.getTime() + 24 * HOUR)
+      assert.deepEqual(
+        await store.claimIdempotencyKey({ ...req, now: expired, requestHash: 'h3' }),
+        {
+          outcome: 'claimed',
+        },
+      )
+    })
+
+    test('a claim whose lease ran out can be taken over; a released claim is free', async (t) => {
+      const store = await open(t)
+      const now = new Date('2026-03-01T00:00:00Z')
+      const req: IdempotencyClaimRequest = {
+        apiKeyId: 'k1',
+        key: 'abc',
+        requestHash: 'h1',
+        now,
+        retentionMs: 24 * HOUR,
+        leaseMs: 60_000,
+      }
+      assert.deepEqual(await store.claimIdempotencyKey(req), { outcome: 'claimed' })
+      const afterLease = new Date(now.getTime() + 60_000)
+      assert.deepEqual(await store.claimIdempotencyKey({ ...req, now: afterLease }), {
+        outcome: 'claimed',
+      })
+      await store.releaseIdempotencyKey({ apiKeyId: 'k1', key: 'abc' })
+      assert.deepEqual(await store.claimIdempotencyKey({ ...req, requestHash: 'other' }), {
+        outcome: 'claimed',
+      })
+    })
+
+    test('releasing never removes a completed record; purge removes old ones', async (t) => {
+      const store = await open(t)
+      const now = new Date('2026-03-01T00:00:00Z')
+      const req: IdempotencyClaimRequest = {
+        apiKeyId: 'k1',
+        key: 'done',
+        requestHash: 'h1',
+        now,
+        retentionMs: 24 * HOUR,
+        leaseMs: 60_000,
+      }
+      await store.claimIdempotencyKey(req)
+      const pet = await store.createPet(
+        { name: 'x', categoryId: 1n },
+        { apiKeyId: 'k1', key: 'done' },
+      )
+      await store.releaseIdempotencyKey({ apiKeyId: 'k1', key: 'done' })
+      assert.deepEqual(await store.claimIdempotencyKey(req), {
+        outcome: 'completed',
+        petId: pet.id,
+      })
+      await store.claimIdempotencyKey({ ...req, key: 'newer', now: new Date(now.getTime() + HOUR) })
+      assert.equal(await store.deleteIdempotencyKeysBefore(new Date(now.getTime() + 1)), 1)
+      assert.equal(await store.deleteIdempotencyKeysBefore(new Date(now.getTime() + 1)), 0)
+      assert.deepEqual(await store.claimIdempotencyKey({ ...req, requestHash: 'h9' }), {
+        outcome: 'claimed',
+      })
+    })
+
+    test('API keys: insert, find, list, revoke once, count', async (t) => {
+      const store = await open(t)
+      assert.equal(await store.countApiKeys(), 0)
+      const key: ApiKeyRecord = {
+        id: 'aaaaaaaaaaaa',
+        name: 'ci',
+        secretHash: Buffer.alloc(32, 7),
+        createdAt: new Date('2026-01-01T00:00:00Z'),
+        expiresAt: new Date('2027-01-01T00:00:00Z'),
+        revokedAt: null,
+      }
+      const other: ApiKeyRecord = { ...key, id: 'bbbbbbbbbbbb', name: 'ops', expiresAt: null }
+      await store.insertApiKey(key)
+      await store.insertApiKey(other)
+      assert.equal(await store.countApiKeys(), 2)
+      assert.deepEqual(await store.findApiKey('aaaaaaaaaaaa'), key)
+      assert.equal(await store.findApiKey('cccccccccccc'), null)
+      assert.deepEqual(await store.listApiKeys(), [key, other])
+      const at = new Date('2026-06-01T00:00:00Z')
+      assert.equal(await store.revokeApiKey('aaaaaaaaaaaa', at), true)
+      assert.equal(await store.revokeApiKey('aaaaaaaaaaaa', at), false)
+      assert.equal(await store.revokeApiKey('cccccccccccc', at), false)
+      assert.deepEqual(await store.findApiKey('aaaaaaaaaaaa'), { ...key, revokedAt: at })
+    })
+
+    test('ping answers while open; close commits what was queued', async (t) => {
+      const store = await open(t)
+      await store.ping()
+      const pending = store.createPet({ name: 'queued', categoryId: 5n })
+      await store.close()
+      assert.deepEqual(await pending, { id: 1n, name: 'queued', categoryId: 5n })
+      await assert.rejects(store.createPet({ name: 'late', categoryId: 1n }))
+    })
+  })
+}
