@@ -56,7 +56,9 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     routerOptions: { maxParamLength: 1000 },
     requestTimeout: 30_000,
     forceCloseConnections: 'idle',
-    return503OnClosing: true,
+    // Fastify's own 503 while closing has a body outside the Error schema; requests that still
+    // arrive on open connections are served instead (storage closes only after they finish).
+    return503OnClosing: false,
     clientErrorHandler: handleClientError,
     frameworkErrors: (error, request, rawReply) => {
       const reply = rawReply as FastifyReply
@@ -84,10 +86,14 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   registerErrorHandling(app)
 
+  const isDraining = deps.isDraining ?? (() => false)
   const deprecation = deprecationHeaders(config.deprecatedAt)
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
     reply.header('cache-control', 'no-store')
+    // While draining, each keep-alive connection serves one more request and then closes, so
+    // clients reconnect to another instance instead of racing the listener's close.
+    if (isDraining()) reply.header('connection', 'close')
     if (request.routeOptions.config.deprecated) reply.headers(deprecation)
   })
 
@@ -99,7 +105,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await registerOpenApi(app, { productionUrl: config.productionUrl, stagingUrl: config.stagingUrl })
 
   const service = new PetService(store, clock)
-  await app.register(healthRoutes, { store, isDraining: deps.isDraining ?? (() => false) })
+  await app.register(healthRoutes, { store, isDraining })
   await app.register(petRoutes, {
     service,
     clock,

@@ -19,6 +19,7 @@ export interface Config {
   authFailureWindowMs: number
   trustProxy: boolean
   shutdownTimeoutMs: number
+  drainDelayMs: number
 }
 
 export class ConfigError extends Error {
@@ -230,6 +231,15 @@ export const settings = [
     default: '10s',
     accepts: 'a duration such as `10s`',
     description: 'How long SIGTERM waits for in-flight requests before closing anyway.',
+    parse: duration,
+  },
+  {
+    key: 'drainDelayMs',
+    env: 'PETSTORE_DRAIN_DELAY',
+    default: '5s',
+    accepts: 'a duration such as `5s` or `0s`',
+    description:
+      'After SIGTERM, how long readiness answers 503 while requests are still served, so load balancers stop routing here before the listener closes.',
     parse: duration,
   },
 ] as const satisfies readonly Setting<keyof Config>[]

@@ -1,4 +1,5 @@
 // Runs the service: config → storage → app → listen; SIGTERM and SIGINT drain and exit 0.
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
 import { createApiKey } from './auth/api-keys.js'
@@ -11,8 +12,12 @@ export interface RunningServer {
   app: FastifyInstance
   store: Store
   address: string
-  /** Drains: readiness turns 503, in-flight requests finish, then storage closes. */
-  stop(): Promise<void>
+  /**
+   * Drains: readiness turns 503 at once while requests are still served for the drain delay
+   * (config.drainDelayMs unless given), then the listener closes, in-flight requests finish, and
+   * storage closes.
+   */
+  stop(opts?: { drainDelayMs?: number }): Promise<void>
 }
 
 export function clockFor(config: Config): Clock {
@@ -79,9 +84,12 @@ export async function startServer(
   out.write(`petstore listening on ${address} (store: ${store.kind})\n`)
 
   let stopping: Promise<void> | undefined
-  const stop = () => {
+  const stop = (opts: { drainDelayMs?: number } = {}) => {
     stopping ??= (async () => {
       draining = true
+      // Closing the listener at once would also drop idle keep-alive connections, so a load
+      // balancer would never see readiness turn 503; it gets this long to notice and move away.
+      await sleep(opts.drainDelayMs ?? config.drainDelayMs)
       const timeout = new Promise<void>((resolve) =>
         setTimeout(resolve, config.shutdownTimeoutMs).unref(),
       )

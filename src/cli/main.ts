@@ -48,9 +48,11 @@ async function serve(): Promise<void> {
   const cfg = config()
   const server = await startServer(cfg, process.stdout)
   const onSignal = (signal: NodeJS.Signals) => {
-    server.app.log.info({ signal }, 'draining before exit')
+    // Ctrl-C comes from someone at a terminal, not from an orchestrator: no load balancer to wait for.
+    const drainDelayMs = signal === 'SIGINT' ? 0 : cfg.drainDelayMs
+    server.app.log.info({ signal, drainDelayMs }, 'draining before exit')
     server
-      .stop()
+      .stop({ drainDelayMs })
       .then(() => process.exit(0))
       .catch((err) => {
         server.app.log.error({ err }, 'shutdown failed')

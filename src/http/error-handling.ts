@@ -9,6 +9,7 @@ interface ValidationIssue {
   instancePath: string
   message?: string
   params: Record<string, unknown>
+  parentSchema?: { minLength?: number; maxLength?: number; 'x-pattern-message'?: string }
 }
 
 const PARTS: Record<string, (name: string) => string> = {
@@ -48,12 +49,14 @@ export function describeValidation(context: string, issue: ValidationIssue): str
     case 'enum':
       return `${what} must be one of: ${(p.allowedValues as unknown[]).join(', ')}`
     case 'minLength':
-    case 'maxLength':
-      return `${what} must be ${issue.instancePath === '/name' ? '1 to 255' : 'within the allowed number of'} characters long`
+    case 'maxLength': {
+      const { minLength = 0, maxLength } = issue.parentSchema ?? {}
+      const range =
+        maxLength === undefined ? `at least ${minLength}` : `${minLength} to ${maxLength}`
+      return `${what} must be ${range} characters long`
+    }
     case 'pattern':
-      return issue.instancePath === '/name'
-        ? `${what} must contain a character that is not white space`
-        : `${what} has an invalid format`
+      return `${what} ${issue.parentSchema?.['x-pattern-message'] ?? 'has an invalid format'}`
     default:
       return `${what} ${issue.message ?? 'is invalid'}`
   }

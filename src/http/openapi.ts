@@ -23,6 +23,22 @@ function hoistComponents(node: Json, titles: Set<string>, isRoot = true): Json {
   return out
 }
 
+/** Fastify sees header names in lower case; the document shows them as clients write them. */
+function headerCase(node: Json): Json {
+  if (Array.isArray(node)) return node.map(headerCase)
+  if (node === null || typeof node !== 'object') return node
+  const obj = node as Record<string, Json>
+  const out: Record<string, Json> = {}
+  for (const [k, v] of Object.entries(obj)) out[k] = headerCase(v)
+  if (obj.in === 'header' && typeof obj.name === 'string') {
+    out.name = obj.name.replace(
+      /(^|-)([a-z])/g,
+      (_m, dash: string, c: string) => dash + c.toUpperCase(),
+    )
+  }
+  return out
+}
+
 /** Paths are relative to the servers, which end in /v1. */
 function stripVersionPrefix(paths: Record<string, Json> = {}): Record<string, Json> {
   return Object.fromEntries(
@@ -61,7 +77,9 @@ export async function registerOpenApi(app: FastifyInstance, opts: OpenApiOptions
       )
       return {
         ...doc,
-        paths: hoistComponents(stripVersionPrefix(doc.paths as Record<string, Json>), titles),
+        paths: headerCase(
+          hoistComponents(stripVersionPrefix(doc.paths as Record<string, Json>), titles),
+        ),
         components: { ...components, schemas },
         'x-tagGroups': [
           { name: 'Store', tags: ['animals'] },

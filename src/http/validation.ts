@@ -82,6 +82,8 @@ function makeAjv(source: Source): Ajv {
     useDefaults: source === 'text',
     removeAdditional: false,
     allErrors: false,
+    // Errors then carry their parent schema, so a message can give a field's whole allowed range.
+    verbose: true,
     strict: false,
   })
   ajv.addKeyword({

@@ -46,6 +46,7 @@ export function withHeaders<T extends TSchema>(
   return { ...schema, description, headers: responseHeaders }
 }
 
+/** An Error response; like every /v1 response it carries the rate-limit fields. */
 export function errorResponse(description: string, extra: Record<string, HeaderDoc> = {}) {
-  return withHeaders(ErrorSchema, description, extra)
+  return withHeaders(ErrorSchema, description, { ...extra, ...headers.rateLimit })
 }

@@ -30,6 +30,7 @@ const IdempotencyHeaders = Type.Object({
       minLength: 1,
       maxLength: 255,
       pattern: '^[\\x21-\\x7e]+$',
+      'x-pattern-message': 'must be visible ASCII characters, without spaces',
       description:
         'Makes the request safe to retry: a retry with the same key and body within 24 hours returns the original pet instead of creating another.',
     }),
@@ -100,7 +101,10 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
           }),
           400: errorResponse('Body missing, required fields absent, or values invalid.'),
           401: errorResponse('API key missing or invalid.', headers.challenge),
-          409: errorResponse('A request with this Idempotency-Key is still in progress.'),
+          409: errorResponse(
+            'A request with this Idempotency-Key is still in progress.',
+            headers.retryAfter,
+          ),
           413: errorResponse('Request body larger than 64 KiB.'),
           415: errorResponse('Request body is not application/json.'),
           422: errorResponse('Idempotency-Key reused with a different body.'),

@@ -1,0 +1,249 @@
+// The OpenAPI document: valid 3.1, exactly the interface, and the very schemas the service validates with.
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import SwaggerParser from '@apidevtools/swagger-parser'
+import { errorCodes } from '../src/errors.js'
+import { componentSchemas } from '../src/pets/schemas.js'
+import { createPet, json, testApp } from './support/app.js'
+
+type Obj = Record<string, unknown>
+
+const PRODUCTION = 'https://api.pets.test/v1'
+const STAGING = 'https://staging.pets.test/v1'
+
+const obj = (v: unknown, where: string): Obj => {
+  assert.ok(v !== null && typeof v === 'object' && !Array.isArray(v), `${where} is an object`)
+  return v as Obj
+}
+
+/** Walks a path of keys into the document, failing with the path when a step is missing. */
+function at(doc: unknown, ...keys: string[]): Obj {
+  let node = obj(doc, 'document')
+  for (const [i, k] of keys.entries()) node = obj(node[k], keys.slice(0, i + 1).join(' > '))
+  return node
+}
+
+async function fetchDocument(t: Parameters<typeof testApp>[0]) {
+  const app = await testApp(t, { config: { productionUrl: PRODUCTION, stagingUrl: STAGING } })
+  // No Authorization header: the document is public.
+  const res = await app.app.inject({ method: 'GET', url: '/v1/openapi.json' })
+  assert.equal(res.statusCode, 200)
+  assert.match(String(res.headers['content-type']), /^application\/json/)
+  return { app, doc: json(res) as Obj }
+}
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` })
+
+describe('GET /v1/openapi.json', () => {
+  test('is served without authentication and validates as OpenAPI 3.1', async (t) => {
+    const { doc } = await fetchDocument(t)
+    assert.match(String(doc.openapi), /^3\.1\.\d+$/)
+    await SwaggerParser.validate(structuredClone(doc) as never)
+    assert.equal(at(doc, 'info').version, '1.0.0')
+  })
+
+  test('has exactly the three operations, at paths relative to servers ending in /v1', async (t) => {
+    const { doc } = await fetchDocument(t)
+    const paths = at(doc, 'paths')
+    // Internal routes (/healthz, /readyz, /openapi.json, /store/orders, /docs) are not documented.
+    assert.deepEqual(Object.keys(paths).sort(), ['/pets', '/pets/{petId}'])
+    assert.deepEqual(Object.keys(at(doc, 'paths', '/pets')).sort(), ['get', 'post'])
+    assert.deepEqual(Object.keys(at(doc, 'paths', '/pets/{petId}')), ['get'])
+
+    const ops = [
+      ['/pets', 'get', 'listPets', 'List all animals'],
+      ['/pets', 'post', 'createPet', 'Add an animal'],
+      ['/pets/{petId}', 'get', 'getPet', 'Get an animal'],
+    ] as const
+    for (const [path, method, operationId, summary] of ops) {
+      const op = at(doc, 'paths', path, method)
+      assert.equal(op.operationId, operationId)
+      assert.equal(op.summary, summary)
+      assert.deepEqual(op.tags, ['animals'])
+      assert.equal(op.deprecated === true, operationId === 'getPet', `${operationId} deprecated`)
+    }
+    const text = JSON.stringify(doc)
+    for (const internal of ['/healthz', '/readyz', '/openapi.json', '/store/orders', '/docs']) {
+      assert.equal(text.includes(`"${internal}`), false, `${internal} must not appear as a path`)
+    }
+  })
+
+  test('root tags, tag groups, servers from configuration, and bearer security', async (t) => {
+    const { doc } = await fetchDocument(t)
+    assert.deepEqual(
+      (doc.tags as Obj[]).map((tag) => tag.name),
+      ['animals'],
+    )
+    assert.deepEqual(doc['x-tagGroups'], [
+      { name: 'Store', tags: ['animals'] },
+      { name: 'Pets', tags: ['animals'] },
+    ])
+    assert.deepEqual(
+      (doc.servers as Obj[]).map((s) => s.url),
+      [PRODUCTION, STAGING],
+    )
+    assert.deepEqual(at(doc, 'components', 'securitySchemes', 'bearerAuth'), {
+      type: 'http',
+      scheme: 'bearer',
+    })
+    assert.deepEqual(doc.security, [{ bearerAuth: [] }])
+  })
+
+  test('the Error code enum is exactly the fixed set of src/errors.ts', async (t) => {
+    const { doc } = await fetchDocument(t)
+    const error = at(doc, 'components', 'schemas', 'Error')
+    assert.deepEqual([...(error.required as string[])].sort(), ['code', 'message', 'status'])
+    assert.deepEqual(at(error, 'properties', 'code'), {
+      type: 'string',
+      enum: [...errorCodes],
+      description: 'Machine-readable error code.',
+    })
+    assert.deepEqual(at(error, 'properties', 'message').type, 'string')
+    assert.deepEqual(at(error, 'properties', 'status').type, 'integer')
+    assert.deepEqual([...errorCodes].sort(), [
+      'gone',
+      'idempotency_key_in_progress',
+      'idempotency_key_reused',
+      'internal_error',
+      'invalid_request',
+      'method_not_allowed',
+      'not_found',
+      'not_implemented',
+      'payload_too_large',
+      'rate_limited',
+      'service_unavailable',
+      'unauthorized',
+      'unsupported_media_type',
+    ])
+  })
+
+  test('every response of the interface is documented with its body and headers', async (t) => {
+    const { doc } = await fetchDocument(t)
+    const expected = [
+      ['/pets', 'get', '200', 'Pets', ['Link']],
+      ['/pets', 'get', '401', 'Error', ['WWW-Authenticate']],
+      ['/pets', 'post', '201', 'Pet', ['Location']],
+      ['/pets', 'post', '400', 'Error', []],
+      ['/pets', 'post', '401', 'Error', ['WWW-Authenticate']],
+      ['/pets/{petId}', 'get', '200', 'Pet', ['Deprecation', 'Sunset']],
+      ['/pets/{petId}', 'get', '401', 'Error', ['WWW-Authenticate', 'Deprecation', 'Sunset']],
+      ['/pets/{petId}', 'get', '404', 'Error', ['Deprecation', 'Sunset']],
+    ] as const
+    for (const [path, method, status, schema, headerNames] of expected) {
+      const where = `${method.toUpperCase()} ${path} ${status}`
+      const response = at(doc, 'paths', path, method, 'responses', status)
+      assert.equal(typeof response.description, 'string', `${where} has a description`)
+      assert.deepEqual(
+        at(response, 'content', 'application/json').schema,
+        ref(schema),
+        `${where} body`,
+      )
+      for (const name of headerNames) {
+        const header = at(response, 'headers', name)
+        assert.equal(at(header, 'schema').type, 'string', `${where} header ${name}`)
+      }
+    }
+    // Every response of the deprecated operation documents the deprecation headers.
+    for (const [status, response] of Object.entries(
+      at(doc, 'paths', '/pets/{petId}', 'get', 'responses'),
+    )) {
+      for (const name of ['Deprecation', 'Sunset', 'Link']) {
+        assert.ok(at(response, 'headers', name), `getPet ${status} documents ${name}`)
+      }
+    }
+    const body = at(doc, 'paths', '/pets', 'post', 'requestBody')
+    assert.equal(body.required, true)
+    assert.deepEqual(at(body, 'content', 'application/json').schema, ref('NewPet'))
+    // Every 4xx/5xx response of every operation is the Error body.
+    for (const [path, methods] of Object.entries(at(doc, 'paths'))) {
+      for (const [method, op] of Object.entries(obj(methods, path))) {
+        for (const [status, response] of Object.entries(at(op, 'responses'))) {
+          if (Number(status) < 400) continue
+          assert.deepEqual(
+            at(response, 'content', 'application/json').schema,
+            ref('Error'),
+            `${method} ${path} ${status}`,
+          )
+        }
+      }
+    }
+  })
+
+  test('parameters: limit range and default, int64 identifiers', async (t) => {
+    const { doc } = await fetchDocument(t)
+    const params = at(doc, 'paths', '/pets', 'get').parameters as Obj[]
+    const limit = params.find((p) => p.name === 'limit')
+    assert.ok(limit)
+    assert.equal(limit.in, 'query')
+    assert.equal(limit.required, false)
+    assert.deepEqual(obj(limit.schema, 'limit schema'), {
+      type: 'integer',
+      minimum: 1,
+      maximum: 100,
+      default: 20,
+    })
+    const status = params.find((p) => p.name === 'status')
+    assert.ok(status)
+    assert.deepEqual(status.schema, ref('PetStatus'))
+    assert.deepEqual(at(doc, 'components', 'schemas', 'PetStatus').enum, [
+      'available',
+      'pending',
+      'sold',
+    ])
+
+    const petId = (at(doc, 'paths', '/pets/{petId}', 'get').parameters as Obj[]).find(
+      (p) => p.name === 'petId',
+    )
+    assert.ok(petId)
+    assert.equal(petId.in, 'path')
+    assert.equal(petId.required, true)
+    assert.deepEqual(obj(petId.schema, 'petId schema'), { type: 'integer', format: 'int64' })
+
+    const pet = at(doc, 'components', 'schemas', 'Pet')
+    const newPet = at(doc, 'components', 'schemas', 'NewPet')
+    for (const [name, schema, field] of [
+      ['Pet', pet, 'id'],
+      ['Pet', pet, 'categoryId'],
+      ['NewPet', newPet, 'categoryId'],
+    ] as const) {
+      const prop = at(schema, 'properties', field)
+      assert.equal(prop.type, 'integer', `${name}.${field}`)
+      assert.equal(prop.format, 'int64', `${name}.${field}`)
+    }
+    assert.deepEqual(pet.required, ['id', 'name', 'categoryId'])
+    assert.deepEqual(newPet.required, ['name', 'categoryId'])
+    assert.equal(at(newPet, 'properties').id, undefined)
+    assert.deepEqual(at(at(doc, 'components', 'schemas', 'Pets'), 'items'), ref('Pet'))
+  })
+
+  test('the NewPet component is the schema the service validates bodies with', async (t) => {
+    const { app, doc } = await fetchDocument(t)
+    const newPet = at(doc, 'components', 'schemas', 'NewPet')
+    assert.equal(newPet.additionalProperties, false)
+    const name = at(newPet, 'properties', 'name')
+    assert.equal(name.maxLength, 255)
+    assert.equal(name.minLength, 1)
+    assert.equal(name.pattern, '[^\\p{White_Space}]')
+    // Byte for byte the route's schema, with the nested PetStatus hoisted to a $ref.
+    const source = JSON.parse(JSON.stringify(componentSchemas.NewPet)) as Obj
+    at(source, 'properties').status = ref('PetStatus')
+    assert.deepEqual(newPet, source)
+
+    // What the document forbids, the service refuses.
+    const forbidden: [Obj, string][] = [
+      [{ name: 'Rex', categoryId: 1, colour: 'brown' }, "unknown field 'colour'"],
+      [{ name: 'x'.repeat(256), categoryId: 1 }, "field 'name' must be 1 to 255 characters long"],
+      [{ name: 'Rex' }, "missing required field 'categoryId'"],
+    ]
+    for (const [body, message] of forbidden) {
+      const res = await createPet(app, body)
+      assert.equal(res.statusCode, 400, JSON.stringify(body))
+      assert.deepEqual(json(res), { code: 'invalid_request', message, status: 400 })
+    }
+    // The longest name the document allows is accepted.
+    const ok = await createPet(app, { name: 'x'.repeat(255), categoryId: 1 })
+    assert.equal(ok.statusCode, 201)
+    const list = await app.call({ method: 'GET', url: '/v1/pets' })
+    assert.deepEqual(json(list), [{ id: 1, name: 'x'.repeat(255), categoryId: 1 }])
+  })
+})
