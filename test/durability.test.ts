@@ -347,7 +347,6 @@ describe('durability of the real process', () => {
       ids.every((id, i) => i === 0 || id > ids[i - 1]!),
       'the list is in ascending id order',
     )
-    console.error('STATS', attempted.size, created.size, pets.length)
     const byId = new Map(pets.map((p) => [p.id, p]))
     for (const [id, r] of created) {
       assert.deepEqual(byId.get(id), expectedPet(id, r), `pet ${id} answered with 201`)
@@ -369,7 +368,7 @@ describe('durability of the real process', () => {
   }, async (t) => {
     const h = harness(t)
     // Long enough for the readiness probe below to be answered before the listener closes.
-    const server = await h.start({ PETSTORE_DRAIN_DELAY: '2s', PETSTORE_LOG_LEVEL: 'info' })
+    const server = await h.start({ PETSTORE_DRAIN_DELAY: '3s', PETSTORE_LOG_LEVEL: 'info' })
 
     const probe = await RawConnection.open(server.port)
     const upload = await RawConnection.open(server.port)
