@@ -65,7 +65,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       reply
         .code(400)
         .headers({ 'x-request-id': request.id, 'cache-control': 'no-store' })
-        .send(errorBody('invalid_request', error.message))
+        // The framework's message repeats the whole URL, at any length: say what is wrong instead.
+        .send(errorBody('invalid_request', 'the request URL is malformed'))
     },
   })
 

@@ -216,9 +216,13 @@ describe('routing errors', () => {
     const a = await testApp(t)
     const res = await a.call({ method: 'GET', url: '/v1/pets/%E0%A4%A' })
     assert.equal(res.statusCode, 400)
-    const body = json(res) as { code: string; status: number }
-    assert.equal(body.code, 'invalid_request')
-    assert.equal(body.status, 400)
+    assert.deepEqual(json(res), {
+      code: 'invalid_request',
+      message: 'the request URL is malformed',
+      status: 400,
+    })
+    assert.equal(res.headers['cache-control'], 'no-store')
+    assert.match(String(res.headers['x-request-id']), /^[0-9a-f-]{36}$/)
   })
 })
 

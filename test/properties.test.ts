@@ -1243,7 +1243,7 @@ describe('examples behind the properties', () => {
 
     const dup = await postJson(app, '{"name":"a","name":"b","categoryId":1}')
     assert.equal(dup.statusCode, 400)
-    assert.equal(expectError(dup, 400, 'invalid_request').message.startsWith('request body '), true)
+    assert.match(expectError(dup, 400, 'invalid_request').message, /^request body .*'name'/)
     assert.deepEqual(await app.store.listPets({ afterId: null, status: null, limit: 10 }), [])
   })
 
@@ -1348,7 +1348,8 @@ describe('examples behind the properties', () => {
     expectError(basic, 401, 'unauthorized')
     assert.equal(basic.headers['www-authenticate'], CHALLENGE)
 
-    const wrong = await get(`Bearer ${app.key.slice(0, -1)}A`)
+    const otherLast = app.key.endsWith('A') ? 'B' : 'A'
+    const wrong = await get(`Bearer ${app.key.slice(0, -1)}${otherLast}`)
     expectError(wrong, 401, 'unauthorized')
     assert.equal(wrong.headers['www-authenticate'], INVALID_TOKEN_CHALLENGE)
     assert.deepEqual(JSON.parse(wrong.body), {
