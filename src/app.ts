@@ -60,7 +60,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     // arrive on open connections are served instead (storage closes only after they finish).
     return503OnClosing: false,
     clientErrorHandler: handleClientError,
-    frameworkErrors: (error, request, rawReply) => {
+    frameworkErrors: (_error, request, rawReply) => {
       const reply = rawReply as FastifyReply
       reply
         .code(400)
