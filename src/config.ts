@@ -20,6 +20,17 @@ export interface Config {
   trustProxy: boolean
   shutdownTimeoutMs: number
   drainDelayMs: number
+  /** Paths of a PEM certificate and key; with both, the API speaks HTTPS. */
+  tlsCertPath: string | null
+  tlsKeyPath: string | null
+  http2: boolean
+  hstsMaxAgeSeconds: number
+  /** Origins allowed by CORS; empty means CORS is off. */
+  corsOrigins: string[]
+  /** Port of the Prometheus endpoint; null turns it off. */
+  metricsPort: number | null
+  metricsHost: string
+  logFormat: 'json' | 'pretty' | 'auto'
 }
 
 export class ConfigError extends Error {
@@ -102,6 +113,33 @@ const logLevel: Parser<Config['logLevel']> = (raw) => {
   const level = logLevels.find((l) => l === raw)
   if (!level) throw new Error()
   return level
+}
+
+const path: Parser<string> = (raw) => {
+  if (raw === '' || raw.includes('\0')) throw new Error()
+  return raw
+}
+
+const originList: Parser<string[]> = (raw) => {
+  const origins = raw
+    .split(',')
+    .map((o) => o.trim())
+    .filter((o) => o !== '')
+  for (const o of origins) {
+    const u = new URL(o)
+    // An origin is scheme, host and port only: anything more would never match a browser's.
+    if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.origin !== o) throw new Error()
+  }
+  return origins
+}
+
+const optionalPort: Parser<number | null> = (raw) => (raw === 'off' ? null : integer(0, 65535)(raw))
+
+const logFormats = ['json', 'pretty', 'auto'] as const
+const logFormat: Parser<Config['logFormat']> = (raw) => {
+  const format = logFormats.find((f) => f === raw)
+  if (!format) throw new Error()
+  return format
 }
 
 const text: Parser<string> = (raw) => {
@@ -242,9 +280,76 @@ export const settings = [
       'After SIGTERM, how long readiness answers 503 while requests are still served, so load balancers stop routing here before the listener closes.',
     parse: duration,
   },
+  {
+    key: 'tlsCertPath',
+    env: 'PETSTORE_TLS_CERT',
+    default: '',
+    accepts: 'a file path (PEM), together with PETSTORE_TLS_KEY',
+    description:
+      'Certificate chain; with a key the API speaks HTTPS and sends `Strict-Transport-Security`.',
+    parse: path,
+  },
+  {
+    key: 'tlsKeyPath',
+    env: 'PETSTORE_TLS_KEY',
+    default: '',
+    accepts: 'a file path (PEM), together with PETSTORE_TLS_CERT',
+    description: 'Private key of the certificate.',
+    parse: path,
+  },
+  {
+    key: 'http2',
+    env: 'PETSTORE_HTTP2',
+    default: 'false',
+    accepts: '`true` or `false` (needs TLS)',
+    description: 'Offer HTTP/2 (with HTTP/1.1 fallback by ALPN).',
+    parse: boolean,
+  },
+  {
+    key: 'hstsMaxAgeSeconds',
+    env: 'PETSTORE_HSTS_MAX_AGE',
+    default: '31536000',
+    accepts: 'an integer number of seconds from 0 to 63072000',
+    description: '`max-age` of `Strict-Transport-Security`, sent only over TLS.',
+    parse: integer(0, 63_072_000),
+  },
+  {
+    key: 'corsOrigins',
+    env: 'PETSTORE_CORS_ORIGINS',
+    default: '',
+    accepts: 'comma-separated origins such as `https://app.example.com`',
+    description: 'Browser origins allowed to call the API; unset means CORS is off.',
+    parse: originList,
+  },
+  {
+    key: 'metricsPort',
+    env: 'PETSTORE_METRICS_PORT',
+    default: '9464',
+    accepts: 'an integer from 0 to 65535, or `off`',
+    description: 'Port of the Prometheus `GET /metrics` listener, separate from the API.',
+    parse: optionalPort,
+  },
+  {
+    key: 'metricsHost',
+    env: 'PETSTORE_METRICS_HOST',
+    default: '127.0.0.1',
+    accepts: 'a host name or IP address',
+    description: 'Address of the metrics listener: loopback unless you mean to expose it.',
+    parse: text,
+  },
+  {
+    key: 'logFormat',
+    env: 'PETSTORE_LOG_FORMAT',
+    default: 'auto',
+    accepts: '`json`, `pretty` or `auto`',
+    description:
+      'Log lines as JSON, or readable; `auto` is readable on a terminal and JSON otherwise.',
+    parse: logFormat,
+  },
 ] as const satisfies readonly Setting<keyof Config>[]
 
-const nullableWhenEmpty = new Set<keyof Config>(['now'])
+const nullableWhenEmpty = new Set<keyof Config>(['now', 'tlsCertPath', 'tlsKeyPath'])
+const emptyListWhenEmpty = new Set<keyof Config>(['apiKeys', 'corsOrigins'])
 
 /** Parses `KEY=value` lines of a .env file; the real environment wins over it. */
 function readDotEnv(path: string): Record<string, string> {
@@ -272,8 +377,8 @@ export function loadConfig(
   const config: Record<string, unknown> = {}
   for (const s of settings as readonly Setting<keyof Config>[]) {
     const raw = source[s.env] ?? s.default
-    if (raw === '' && (nullableWhenEmpty.has(s.key) || s.key === 'apiKeys')) {
-      config[s.key] = s.key === 'apiKeys' ? [] : null
+    if (raw === '' && (nullableWhenEmpty.has(s.key) || emptyListWhenEmpty.has(s.key))) {
+      config[s.key] = emptyListWhenEmpty.has(s.key) ? [] : null
       continue
     }
     try {
@@ -287,6 +392,12 @@ export function loadConfig(
     problems.push(
       `PETSTORE_GETPET_DEPRECATED_AT must not be after the sunset ${GETPET_SUNSET.toISOString()}`,
     )
+  }
+  if (problems.length === 0 && (result.tlsCertPath === null) !== (result.tlsKeyPath === null)) {
+    problems.push('PETSTORE_TLS_CERT and PETSTORE_TLS_KEY must be set together')
+  }
+  if (problems.length === 0 && result.http2 && result.tlsCertPath === null) {
+    problems.push('PETSTORE_HTTP2=true needs PETSTORE_TLS_CERT and PETSTORE_TLS_KEY')
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return result

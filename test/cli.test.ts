@@ -70,7 +70,12 @@ function workspace(t: TestContext) {
   const launch = (args: string[], env: Record<string, string>, timeout?: number) => {
     const child = spawn(process.execPath, [MAIN, ...args], {
       cwd: dir,
-      env: { ...baseEnv(), PETSTORE_DATABASE_URL: `sqlite:${dbPath}`, ...env },
+      env: {
+        ...baseEnv(),
+        PETSTORE_DATABASE_URL: `sqlite:${dbPath}`,
+        PETSTORE_METRICS_PORT: 'off',
+        ...env,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
       timeout,
     })

@@ -63,6 +63,7 @@ function harness(t: TestContext) {
         PETSTORE_API_KEYS: KEY,
         PETSTORE_RATE_LIMIT_MAX: '100000000',
         PETSTORE_DRAIN_DELAY: '0s',
+        PETSTORE_METRICS_PORT: 'off',
         ...env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
