@@ -10,7 +10,7 @@ test('the README settings table lists exactly the settings the code accepts', ()
     (s) =>
       `| \`${s.env}\` | ${s.default === '' ? '(unset)' : `\`${s.default}\``} | ${s.accepts} | ${s.description} |`,
   )
-  const documented = readme.split('\n').filter((line) => /^\| `[A-Z_]+` \|/.test(line))
+  const documented = readme.split('\n').filter((line) => /^\| `[A-Z0-9_]+` \|/.test(line))
   assert.deepEqual(documented, expected)
 })
 
