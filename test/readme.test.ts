@@ -16,7 +16,7 @@ test('the README settings table lists exactly the settings the code accepts', ()
 
 test('the README gives the two set-up commands, and CI runs the test one', () => {
   assert.match(readme, /```sh\nnpm ci && npm start\n```/)
-  assert.match(readme, /```sh\nnpm cit\n```/)
+  assert.match(readme, /```sh\nnpm run system-deps && npm cit\n```/)
   const ci = readFileSync(new URL('../.ci/run', import.meta.url), 'utf8')
-  assert.match(ci, /^npm cit$/m)
+  assert.match(ci, /^npm run system-deps && npm cit$/m)
 })

@@ -1,0 +1,15 @@
+#!/bin/sh
+# Debian packages that the test suite drives for real: Chromium (the /docs page test), nginx (the
+# deployment test) and openssl (test certificates). Installs only what is missing; needs root.
+set -eu
+missing=""
+command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$missing nginx"
+command -v openssl >/dev/null 2>&1 || missing="$missing openssl"
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+  echo "system-deps: missing:$missing; install them with apt-get as root" >&2
+  exit 1
+fi
+apt-get update -qq
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
