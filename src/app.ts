@@ -12,13 +12,23 @@ import { registerAuth } from './auth/authenticate.js'
 import { type Clock, systemClock } from './clock.js'
 import type { Config } from './config.js'
 import { ApiError, errorBody } from './errors.js'
+import { registerCors } from './http/cors.js'
+import { docsPage } from './http/docs-page.js'
 import { handleClientError, registerErrorHandling } from './http/error-handling.js'
 import { healthRoutes } from './http/health.js'
 import { isAcceptedJsonCharset, parseJsonBody } from './http/json-body.js'
 import { registerOpenApi } from './http/openapi.js'
 import { RequestLogController } from './http/request-log.js'
+import {
+  closeConnectionAfterResponse,
+  closeHttp2SessionsOnClose,
+  type TlsMaterial,
+  tlsServerOptions,
+  transportHeaders,
+} from './http/tls.js'
 import { createValidatorCompiler } from './http/validation.js'
 import './http/types.js'
+import { Metrics } from './observability/metrics.js'
 import { DeprecatedCallCounter, deprecationHeaders } from './pets/deprecation.js'
 import { petRoutes } from './pets/routes.js'
 import { PetService } from './pets/service.js'
@@ -31,6 +41,10 @@ export interface AppDependencies {
   logger?: FastifyServerOptions['logger']
   /** Readiness answers 503 while this returns true (set on SIGTERM). */
   isDraining?: () => boolean
+  /** Certificate and key (from loadTls): the server speaks HTTPS, and HTTP/2 when asked. */
+  tls?: TlsMaterial
+  /** Where request, rate-limit, deprecation and storage figures go; a fresh set when absent. */
+  metrics?: Metrics
 }
 
 export const BODY_LIMIT_BYTES = 64 * 1024
@@ -47,6 +61,7 @@ function requestId(req: IncomingMessage): string {
 export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
   const { config, store } = deps
   const clock = deps.clock ?? systemClock
+  const transport = transportHeaders(deps.tls, config.hstsMaxAgeSeconds)
   const app = Fastify({
     logger: deps.logger ?? false,
     logController: new RequestLogController(),
@@ -59,16 +74,18 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     // Fastify's own 503 while closing has a body outside the Error schema; requests that still
     // arrive on open connections are served instead (storage closes only after they finish).
     return503OnClosing: false,
-    clientErrorHandler: handleClientError,
+    clientErrorHandler: (error, socket) => handleClientError(error, socket, transport),
     frameworkErrors: (_error, request, rawReply) => {
       const reply = rawReply as FastifyReply
       reply
         .code(400)
-        .headers({ 'x-request-id': request.id, 'cache-control': 'no-store' })
+        .headers({ 'x-request-id': request.id, 'cache-control': 'no-store', ...transport })
         // The framework's message repeats the whole URL, at any length: say what is wrong instead.
         .send(errorBody('invalid_request', 'the request URL is malformed'))
     },
+    ...tlsServerOptions(deps.tls),
   })
+  if (deps.tls?.http2) closeHttp2SessionsOnClose(app)
 
   app.setValidatorCompiler(createValidatorCompiler())
   // Only JSON bodies are accepted; every other media type is 415.
@@ -92,25 +109,40 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
     reply.header('cache-control', 'no-store')
+    reply.headers(transport)
     // While draining, each keep-alive connection serves one more request and then closes, so
     // clients reconnect to another instance instead of racing the listener's close.
-    if (isDraining()) reply.header('connection', 'close')
+    if (isDraining()) closeConnectionAfterResponse(request, reply)
     if (request.routeOptions.config.deprecated) reply.headers(deprecation)
   })
 
+  // Labels come from the route's operation name, never the URL, so their number stays small.
+  const metrics = deps.metrics ?? new Metrics({ processMetrics: false })
+  metrics.watchStore(store)
+  app.addHook('onResponse', async (request, reply) => {
+    const operation = request.routeOptions.config.operation ?? 'unknown'
+    const labels = { operation, method: request.method, status: reply.statusCode }
+    metrics.requestCompleted(labels, reply.elapsedTime / 1000)
+  })
+
+  await registerCors(app, config.corsOrigins)
   await registerAuth(app, {
     verifier: new ApiKeyVerifier(store, clock, config.apiKeys),
     rateLimit: { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs },
     authFailureLimit: { max: config.authFailureLimitMax, windowMs: config.authFailureWindowMs },
+    onRateLimited: (policy) => metrics.rateLimitRejected(policy),
   })
   await registerOpenApi(app, { productionUrl: config.productionUrl, stagingUrl: config.stagingUrl })
+  await app.register(docsPage, { specUrl: '/v1/openapi.json' })
 
   const service = new PetService(store, clock)
   await app.register(healthRoutes, { store, isDraining })
   await app.register(petRoutes, {
     service,
     clock,
-    deprecatedCalls: new DeprecatedCallCounter(),
+    deprecatedCalls: new DeprecatedCallCounter((operation, keyName) =>
+      metrics.deprecatedCall(operation, keyName),
+    ),
     fallbackOrigin: new URL(config.productionUrl).origin,
   })
 

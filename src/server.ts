@@ -5,6 +5,10 @@ import { buildApp } from './app.js'
 import { createApiKey } from './auth/api-keys.js'
 import { type Clock, clockStartingAt, systemClock } from './clock.js'
 import type { Config } from './config.js'
+import { loadTls } from './http/tls.js'
+import { loggerOptions } from './observability/logging.js'
+import { Metrics } from './observability/metrics.js'
+import { type MetricsServer, startMetricsServer } from './observability/metrics-server.js'
 import { openStore } from './storage/open-store.js'
 import type { Store } from './storage/store.js'
 
@@ -12,6 +16,8 @@ export interface RunningServer {
   app: FastifyInstance
   store: Store
   address: string
+  /** Where Prometheus scrapes, e.g. `http://127.0.0.1:9464/metrics`; null when metrics are off. */
+  metricsUrl: string | null
   /**
    * Drains: readiness turns 503 at once while requests are still served for the drain delay
    * (config.drainDelayMs unless given), then the listener closes, in-flight requests finish, and
@@ -53,9 +59,13 @@ export async function startServer(
   out: NodeJS.WritableStream,
 ): Promise<RunningServer> {
   const clock = clockFor(config)
+  // Read before storage opens, so an unusable certificate stops the start with nothing to undo.
+  const tls = loadTls(config)
   const store = await openStore(config.databaseUrl)
   let draining = false
   let app: FastifyInstance
+  const metrics = new Metrics()
+  let metricsServer: MetricsServer | null = null
   try {
     await ensureBootstrapKey(config, store, clock, out)
     app = await buildApp({
@@ -63,16 +73,21 @@ export async function startServer(
       store,
       clock,
       isDraining: () => draining,
-      logger: {
-        level: config.logLevel,
-        redact: {
-          paths: ['req.headers.authorization', 'headers.authorization'],
-          censor: '[redacted]',
-        },
-      },
+      tls,
+      logger: loggerOptions(config),
+      metrics,
     })
+    // Metrics first: a port clash there stops the start before the API takes any traffic.
+    if (config.metricsPort !== null) {
+      metricsServer = await startMetricsServer(
+        metrics.registry,
+        config.metricsHost,
+        config.metricsPort,
+      )
+    }
     await app.listen({ port: config.port, host: config.host })
   } catch (err) {
+    await metricsServer?.close()
     await store.close()
     throw err
   }
@@ -80,8 +95,10 @@ export async function startServer(
   const address =
     typeof addr === 'string' || addr === null
       ? String(addr)
-      : `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`
+      : `${tls ? 'https' : 'http'}://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`
   out.write(`petstore listening on ${address} (store: ${store.kind})\n`)
+  const metricsUrl = metricsServer?.url ?? null
+  if (metricsUrl !== null) out.write(`petstore metrics on ${metricsUrl}\n`)
 
   let stopping: Promise<void> | undefined
   const stop = (opts: { drainDelayMs?: number } = {}) => {
@@ -94,9 +111,11 @@ export async function startServer(
         setTimeout(resolve, config.shutdownTimeoutMs).unref(),
       )
       await Promise.race([app.close(), timeout])
+      // Scrapes go on through the drain, so its last figures can be seen; then they stop too.
+      await metricsServer?.close()
       await store.close()
     })()
     return stopping
   }
-  return { app, store, address, stop }
+  return { app, store, address, metricsUrl, stop }
 }

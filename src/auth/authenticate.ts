@@ -8,6 +8,8 @@ export interface AuthOptions {
   verifier: ApiKeyVerifier
   rateLimit: { max: number; windowMs: number }
   authFailureLimit: { max: number; windowMs: number }
+  /** Hears of each request refused with 429, by policy (for metrics). */
+  onRateLimited?: (policy: 'default' | 'auth-failures') => void
 }
 
 interface LimitState {
@@ -73,6 +75,7 @@ export async function registerAuth(app: FastifyInstance, opts: AuthOptions): Pro
       const failures = (await perAddress(request)) as LimitState
       setRateLimitFields(reply, 'auth-failures', opts.authFailureLimit.windowMs, failures)
       if (failures.isExceeded) {
+        opts.onRateLimited?.('auth-failures')
         throw rateLimited(failures, 'too many failed authentication attempts from this address')
       }
       throw token === null
@@ -86,6 +89,9 @@ export async function registerAuth(app: FastifyInstance, opts: AuthOptions): Pro
     request.apiKey = key
     const usage = (await perKey(request)) as LimitState
     setRateLimitFields(reply, 'default', opts.rateLimit.windowMs, usage)
-    if (usage.isExceeded) throw rateLimited(usage, 'rate limit of this API key exceeded')
+    if (usage.isExceeded) {
+      opts.onRateLimited?.('default')
+      throw rateLimited(usage, 'rate limit of this API key exceeded')
+    }
   })
 }

@@ -1,12 +1,21 @@
 #!/usr/bin/env node
 // The `petstore` command: one entry for everything an operator does.
-import { Command, CommanderError, InvalidArgumentError } from 'commander'
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander'
 import { type Config, ConfigError, loadConfig } from '../config.js'
 import { clockFor, startServer } from '../server.js'
 import { openStore } from '../storage/open-store.js'
 import type { Store } from '../storage/store.js'
 import { parseDuration } from './duration.js'
 import { createKeyCommand, listKeysCommand, revokeKeyCommand } from './keys.js'
+import {
+  DEFAULT_BATCH_SIZE,
+  MAX_BATCH_SIZE,
+  MAX_SEED_COUNT,
+  progressReporter,
+  type SeedStatus,
+  seedCommand,
+  seedStatuses,
+} from './seed.js'
 
 const USAGE_ERROR = 2
 
@@ -42,6 +51,14 @@ function nameArg(text: string): string {
     throw new InvalidArgumentError('expected 1 to 100 printable ASCII characters')
   }
   return text
+}
+
+function wholeNumberArg(max: number): (text: string) => number {
+  return (text) => {
+    const n = /^[1-9][0-9]{0,8}$/.test(text) ? Number(text) : Number.NaN
+    if (!(n <= max)) throw new InvalidArgumentError(`expected a whole number from 1 to ${max}`)
+    return n
+  }
 }
 
 async function serve(): Promise<void> {
@@ -82,6 +99,47 @@ function buildProgram(): Command {
       await withStore(cfg, async (store) => {
         process.stdout.write(`database is up to date (${store.kind}: ${cfg.databaseUrl})\n`)
       })
+    })
+
+  program
+    .command('seed')
+    .description('add generated pets in large batches (names pet-1, pet-2, ...) for trying it out')
+    .requiredOption(
+      '--count <n>',
+      `how many pets to add, 1 to ${MAX_SEED_COUNT}`,
+      wholeNumberArg(MAX_SEED_COUNT),
+    )
+    .addOption(
+      new Option(
+        '--status <status>',
+        'status of every pet; mixed cycles available, pending, sold, none',
+      )
+        .choices(seedStatuses)
+        .default('mixed'),
+    )
+    .option(
+      '--batch-size <n>',
+      `pets per transaction, 1 to ${MAX_BATCH_SIZE}`,
+      wholeNumberArg(MAX_BATCH_SIZE),
+      DEFAULT_BATCH_SIZE,
+    )
+    .addHelpText(
+      'after',
+      '\nEvery tenth pet has a categoryId beyond 2^53; the others have categories 1 to 100.\n' +
+        'Progress goes to stderr (a bar on a terminal, a line per tenth otherwise), the summary to stdout.',
+    )
+    .action(async (opts: { count: number; status: SeedStatus; batchSize: number }) => {
+      const cfg = config()
+      const now = () => performance.now()
+      await withStore(cfg, (store) =>
+        seedCommand(
+          store,
+          opts,
+          process.stdout,
+          progressReporter(process.stderr, opts.count, now),
+          now,
+        ),
+      )
     })
 
   const keys = program.command('keys').description('manage API keys')
@@ -133,7 +191,8 @@ async function main(argv: string[]): Promise<void> {
       process.exitCode = err.exitCode === 0 ? 0 : USAGE_ERROR
       return
     }
-    if (err instanceof UsageError) {
+    // A ConfigError can also come from serve itself (an unreadable TLS file).
+    if (err instanceof UsageError || err instanceof ConfigError) {
       process.stderr.write(`petstore: ${err.message}\n`)
       process.exitCode = USAGE_ERROR
       return

@@ -157,9 +157,14 @@ const CLIENT_ERROR_STATUS: Record<string, number> = {
 
 /**
  * Errors the HTTP parser raises before any routing (a malformed request line, headers over the
- * limit) still get an Error body, where the socket can still take one.
+ * limit) still get an Error body, where the socket can still take one. `extraHeaders` are the
+ * transport's own (HSTS over TLS).
  */
-export function handleClientError(error: Error & { code?: string }, socket: Socket): void {
+export function handleClientError(
+  error: Error & { code?: string },
+  socket: Socket,
+  extraHeaders: Record<string, string> = {},
+): void {
   if (!socket.writable || error.code === 'ECONNRESET') {
     socket.destroy()
     return
@@ -184,6 +189,10 @@ export function handleClientError(error: Error & { code?: string }, socket: Sock
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n` +
-      `X-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
+      `X-Request-Id: ${randomUUID()}\r\n` +
+      Object.entries(extraHeaders)
+        .map(([name, value]) => `${name}: ${value}\r\n`)
+        .join('') +
+      `Connection: close\r\n\r\n${body}`,
   )
 }

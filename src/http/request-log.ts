@@ -15,7 +15,8 @@ export class RequestLogController extends LogController {
     reply: FastifyReply,
   ): void {
     const line = {
-      operation: request.routeOptions.config.operation,
+      // The same name the metrics use: `unknown` when no route matched.
+      operation: request.routeOptions.config.operation ?? 'unknown',
       method: request.method,
       url: request.url,
       status: reply.statusCode,

@@ -17,9 +17,14 @@ export function isSunset(now: Date): boolean {
   return now.getTime() >= GETPET_SUNSET.getTime()
 }
 
-/** Counts calls to the deprecated operation per API key and logs each with the running count. */
+/**
+ * Counts calls to the deprecated operation per API key and logs each with the running count;
+ * `onCall` hears of each call too (the metrics' count by key name).
+ */
 export class DeprecatedCallCounter {
   private readonly counts = new Map<string, number>()
+
+  constructor(private readonly onCall?: (operation: string, apiKeyName: string) => void) {}
 
   record(log: FastifyBaseLogger, operation: string, key: { id: string; name: string }): number {
     const n = (this.counts.get(key.id) ?? 0) + 1
@@ -28,6 +33,7 @@ export class DeprecatedCallCounter {
       { deprecatedOperation: operation, apiKeyId: key.id, apiKeyName: key.name, callsByKey: n },
       'deprecated operation called',
     )
+    this.onCall?.(operation, key.name)
     return n
   }
 

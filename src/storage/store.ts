@@ -60,6 +60,11 @@ export interface Store {
    * completed in the same transaction, so a replay can never find a claim without its pet.
    */
   createPet(pet: NewPet, completes?: IdempotencyRef): Promise<Pet>
+  /**
+   * Bulk load (`petstore seed`): adds the pets in one transaction, with ascending ids in the order
+   * given, and resolves once they are durable. One commit for the lot instead of group commit.
+   */
+  insertPets(pets: NewPet[]): Promise<void>
   claimIdempotencyKey(request: IdempotencyClaimRequest): Promise<IdempotencyClaim>
   releaseIdempotencyKey(ref: IdempotencyRef): Promise<void>
   deleteIdempotencyKeysBefore(cutoff: Date): Promise<number>
@@ -72,4 +77,15 @@ export interface Store {
   /** Resolves when the database answers; rejects otherwise. */
   ping(): Promise<void>
   close(): Promise<void>
+  /** Usage figures for metrics, read at each scrape; adapters without them leave this out. */
+  stats?(): StoreStats
+  /** Calls the listener with the size of each group commit; for adapters that batch writes. */
+  onWriteBatch?(listener: (size: number) => void): void
+}
+
+export interface StoreStats {
+  /** Connections in use and idle, and requests waiting for one (a pool's size, idle, waiting). */
+  connections: { inUse: number; idle: number; waiting: number }
+  /** Writes waiting for the next group commit. */
+  queuedWrites: number
 }

@@ -6,8 +6,19 @@
 export class WriteBatcher<T, R> {
   private queue: { item: T; resolve: (r: R) => void; reject: (e: unknown) => void }[] = []
   private scheduled = false
+  private readonly listeners: ((size: number) => void)[] = []
 
   constructor(private readonly commit: (items: T[]) => R[]) {}
+
+  /** Writes waiting for the next commit. */
+  get queued(): number {
+    return this.queue.length
+  }
+
+  /** Calls the listener with the size of each batch committed from now on (for metrics). */
+  onCommit(listener: (size: number) => void): void {
+    this.listeners.push(listener)
+  }
 
   submit(item: T): Promise<R> {
     return new Promise<R>((resolve, reject) => {
@@ -33,5 +44,6 @@ export class WriteBatcher<T, R> {
       return
     }
     for (const [i, b] of batch.entries()) b.resolve(results[i]!)
+    for (const listener of this.listeners) listener(batch.length)
   }
 }

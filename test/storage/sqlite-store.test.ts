@@ -39,3 +39,13 @@ test('sqlite: migrating an up-to-date database changes nothing', async (t) => {
   const names = db.prepare('SELECT name FROM kysely_migration ORDER BY name').pluck().all()
   assert.deepEqual(names, ['001-initial'])
 })
+
+test('sqlite: an in-memory store is migrated on its own connection', async (t) => {
+  const store = await openSqliteStore(':memory:')
+  t.after(() => store.close())
+  assert.deepEqual(await store.createPet({ name: 'm', categoryId: 1n }), {
+    id: 1n,
+    name: 'm',
+    categoryId: 1n,
+  })
+})

@@ -1,7 +1,12 @@
 // The behaviour every storage adapter must show. Each adapter's test file runs this suite.
 import assert from 'node:assert/strict'
 import { describe, type TestContext, test } from 'node:test'
-import type { ApiKeyRecord, IdempotencyClaimRequest, Store } from '../../src/storage/store.js'
+import type {
+  ApiKeyRecord,
+  IdempotencyClaimRequest,
+  PetStatus,
+  Store,
+} from '../../src/storage/store.js'
 
 export type OpenStore = (t: TestContext) => Promise<Store>
 
@@ -39,6 +44,42 @@ export function storeContract(adapter: string, open: OpenStore): void {
         all.map((p) => p.id),
         [...ids].sort((x, y) => (x < y ? -1 : 1)),
       )
+    })
+
+    test('insertPets adds a batch in order, with ascending ids, exact fields, all or nothing', async (t) => {
+      const store = await open(t)
+      const before = await store.createPet({ name: 'before', categoryId: 1n, status: 'sold' })
+      await store.insertPets([
+        { name: 'max', categoryId: 9223372036854775807n, status: 'available' },
+        { name: 'min', categoryId: -9223372036854775808n },
+        { name: 'beyond double', categoryId: 9007199254740993n, status: 'pending' },
+        { name: 'Ünïcödé 🐕', categoryId: 0n },
+      ])
+      await store.insertPets([])
+      // A batch that fails part-way leaves nothing behind.
+      await assert.rejects(
+        store.insertPets([
+          { name: 'kept?', categoryId: 7n },
+          { name: 'bad', categoryId: 8n, status: 'lost' as PetStatus },
+        ]),
+      )
+      const after = await store.createPet({ name: 'after', categoryId: 2n })
+      const inserted = [
+        { id: 2n, name: 'max', categoryId: 9223372036854775807n, status: 'available' },
+        { id: 3n, name: 'min', categoryId: -9223372036854775808n },
+        { id: 4n, name: 'beyond double', categoryId: 9007199254740993n, status: 'pending' },
+        { id: 5n, name: 'Ünïcödé 🐕', categoryId: 0n },
+      ]
+      assert.ok(after.id > 5n)
+      assert.deepEqual(await store.listPets({ afterId: null, status: null, limit: 100 }), [
+        before,
+        ...inserted,
+        after,
+      ])
+      assert.deepEqual(await store.getPet(3n), inserted[1])
+      assert.deepEqual(await store.listPets({ afterId: null, status: 'pending', limit: 100 }), [
+        inserted[2],
+      ])
     })
 
     test('lists in id order with keyset paging and the status filter', async (t) => {

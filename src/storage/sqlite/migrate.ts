@@ -1,14 +1,63 @@
 import type Database from 'better-sqlite3'
-import { Kysely, type MigrationResultSet, Migrator, SqliteDialect } from 'kysely'
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type DialectAdapter,
+  type Driver,
+  Kysely,
+  type MigrationResultSet,
+  Migrator,
+  SqliteAdapter,
+  SqliteDialect,
+  type SqliteDialectConfig,
+  SqliteDriver,
+} from 'kysely'
 import { sqliteMigrations } from './migrations.js'
 
 /**
- * Brings the database schema up to date. Kysely's migrator takes a lock table inside a write
- * transaction, so several processes starting at once apply each migration exactly once.
+ * Kysely's SQLite migrator neither locks nor uses a transaction (it assumes one process), so two
+ * processes starting at once on a new file could both apply a migration ("table already exists").
+ * Here all pending migrations run in one transaction that takes SQLite's write lock as it begins,
+ * before the applied ones are read: another process waits for it (busy_timeout), then finds them
+ * applied. A plain BEGIN would read first and fail with "database is locked" when it tried to write.
  */
+class TransactionalSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true
+  }
+}
+
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'))
+  }
+}
+
+class MigrationSqliteDialect extends SqliteDialect {
+  constructor(private readonly config: SqliteDialectConfig) {
+    super(config)
+  }
+
+  override createDriver(): Driver {
+    return new ImmediateSqliteDriver(this.config)
+  }
+
+  override createAdapter(): DialectAdapter {
+    return new TransactionalSqliteAdapter()
+  }
+}
+
+/** Brings the database schema up to date; several processes may do it at once on one file. */
 export async function migrateSqlite(database: Database.Database): Promise<string[]> {
-  // The dialect closes the database when Kysely is destroyed: give it a handle of its own.
-  const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database }) })
+  // The dialect closes its database when Kysely is destroyed; the caller keeps using this one.
+  const keepOpen = new Proxy(database, {
+    get: (target, prop) => {
+      if (prop === 'close') return () => target
+      const value = Reflect.get(target, prop, target)
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
+  const db = new Kysely<unknown>({ dialect: new MigrationSqliteDialect({ database: keepOpen }) })
   try {
     const migrator = new Migrator({
       db,
