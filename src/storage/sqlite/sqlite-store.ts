@@ -64,10 +64,10 @@ const toApiKey = (row: ApiKeyRow): ApiKeyRecord => ({
 function openDatabase(path: string): Database.Database {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
   const db = new Database(path)
-  // WAL with synchronous=FULL syncs the log on every commit: a committed pet survives a crash of
-  // the process and of the machine. NORMAL would survive only the former.
   // First, so that switching a new file to WAL waits for another process doing the same.
   db.pragma('busy_timeout = 5000')
+  // WAL with synchronous=FULL syncs the log on every commit: a committed pet survives a crash of
+  // the process and of the machine. NORMAL would survive only the former.
   db.pragma('journal_mode = WAL')
   db.pragma('synchronous = FULL')
   db.pragma('foreign_keys = ON')
