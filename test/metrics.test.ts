@@ -88,17 +88,19 @@ async function serve(t: TestContext, dir: string, env: Record<string, string>) {
     HOST: '127.0.0.1',
     ...env,
   })
-  const started =
-    /petstore listening on (http:\/\/[^ ]+) \(store: sqlite\)\npetstore metrics on (\S+)\n/
-  const [, origin, metricsUrl] = await new Promise<RegExpExecArray>((resolve, reject) => {
+  // Log lines are written asynchronously and may fall between the two start-up lines.
+  const listening = /^petstore listening on (http:\/\/[^ ]+) \(store: sqlite\)$/m
+  const metricsOn = /^petstore metrics on (\S+)$/m
+  const [origin, metricsUrl] = await new Promise<[string, string]>((resolve, reject) => {
     const check = () => {
-      const m = started.exec(output.stdout)
-      if (m) resolve(m)
+      const api = listening.exec(output.stdout)
+      const metrics = metricsOn.exec(output.stdout)
+      if (api && metrics) resolve([api[1]!, metrics[1]!])
     }
     child.stdout!.on('data', check)
     exited.then(() => reject(new Error(`serve ended early\n${output.stdout}\n${output.stderr}`)))
   })
-  return { origin: origin!, metricsUrl: metricsUrl!, output, exited, child }
+  return { origin, metricsUrl, output, exited, child }
 }
 
 /** The samples of one metric family (name, name_bucket, ...), in exposition order. */
