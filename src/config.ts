@@ -6,6 +6,10 @@ export interface Config {
   port: number
   host: string
   databaseUrl: string
+  databasePoolSize: number
+  databaseTimeoutMs: number
+  rateLimitStore: 'memory' | 'redis'
+  redisUrl: string
   apiKeys: string[]
   /** Fixed start instant of the clock (testing aid); null means the system clock. */
   now: Date | null
@@ -94,8 +98,12 @@ const boolean: Parser<boolean> = (raw) => {
 }
 
 const databaseUrl: Parser<string> = (raw) => {
-  if (!raw.startsWith('sqlite:') || raw.length === 'sqlite:'.length) throw new Error()
-  return raw
+  if (raw.startsWith('sqlite:') && raw.length > 'sqlite:'.length) return raw
+  if (/^postgres(ql)?:\/\//.test(raw)) {
+    new URL(raw)
+    return raw
+  }
+  throw new Error()
 }
 
 const apiKeyList: Parser<string[]> = (raw) => {
@@ -135,6 +143,17 @@ const originList: Parser<string[]> = (raw) => {
 
 const optionalPort: Parser<number | null> = (raw) => (raw === 'off' ? null : integer(0, 65535)(raw))
 
+const rateLimitStore: Parser<Config['rateLimitStore']> = (raw) => {
+  if (raw !== 'memory' && raw !== 'redis') throw new Error()
+  return raw
+}
+
+const redisUrl: Parser<string> = (raw) => {
+  if (!/^rediss?:\/\//.test(raw)) throw new Error()
+  new URL(raw)
+  return raw
+}
+
 const logFormats = ['json', 'pretty', 'auto'] as const
 const logFormat: Parser<Config['logFormat']> = (raw) => {
   const format = logFormats.find((f) => f === raw)
@@ -168,10 +187,44 @@ export const settings = [
     key: 'databaseUrl',
     env: 'PETSTORE_DATABASE_URL',
     default: 'sqlite:./data/petstore.db',
-    accepts: '`sqlite:<path>`',
+    accepts: '`sqlite:<path>` or `postgres://user@host:port/database`',
     description:
-      'Where the catalogue is stored. The SQLite file and its folder are created on first start.',
+      'Where the catalogue is stored. A SQLite file and its folder are created on first start; a PostgreSQL database must exist (tables are created by migrations).',
     parse: databaseUrl,
+  },
+  {
+    key: 'databasePoolSize',
+    env: 'PETSTORE_DATABASE_POOL_SIZE',
+    default: '10',
+    accepts: 'an integer from 1 to 1000',
+    description: 'PostgreSQL connections per process.',
+    parse: integer(1, 1000),
+  },
+  {
+    key: 'databaseTimeoutMs',
+    env: 'PETSTORE_DATABASE_TIMEOUT',
+    default: '5s',
+    accepts: 'a duration such as `5s` or `500ms`',
+    description:
+      'PostgreSQL: longest wait for a connection or a statement; past it the request answers 503.',
+    parse: duration,
+  },
+  {
+    key: 'rateLimitStore',
+    env: 'PETSTORE_RATE_LIMIT_STORE',
+    default: 'memory',
+    accepts: '`memory` or `redis`',
+    description:
+      'Where rate-limit counters live: `memory` is per process; `redis` is one budget shared by every instance and worker.',
+    parse: rateLimitStore,
+  },
+  {
+    key: 'redisUrl',
+    env: 'PETSTORE_REDIS_URL',
+    default: 'redis://127.0.0.1:6379',
+    accepts: 'a `redis://` URL',
+    description: 'Redis for shared rate limits (used when PETSTORE_RATE_LIMIT_STORE=redis).',
+    parse: redisUrl,
   },
   {
     key: 'apiKeys',

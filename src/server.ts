@@ -61,7 +61,9 @@ export async function startServer(
   const clock = clockFor(config)
   // Read before storage opens, so an unusable certificate stops the start with nothing to undo.
   const tls = loadTls(config)
-  const store = await openStore(config.databaseUrl)
+  const store = await openStore(config, (err) =>
+    process.stderr.write(`petstore: database connection error: ${err.message}\n`),
+  )
   let draining = false
   let app: FastifyInstance
   const metrics = new Metrics()

@@ -19,6 +19,14 @@ import {
 
 const USAGE_ERROR = 2
 
+/** A database URL fit to print: the password, if any, is masked. */
+function withoutPassword(url: string): string {
+  if (url.startsWith('sqlite:')) return url
+  const u = new URL(url)
+  if (u.password) u.password = '***'
+  return u.toString()
+}
+
 class UsageError extends Error {}
 
 function config(): Config {
@@ -31,7 +39,7 @@ function config(): Config {
 }
 
 async function withStore<T>(cfg: Config, fn: (store: Store) => Promise<T>): Promise<T> {
-  const store = await openStore(cfg.databaseUrl)
+  const store = await openStore(cfg)
   try {
     return await fn(store)
   } finally {
@@ -97,7 +105,9 @@ function buildProgram(): Command {
     .action(async () => {
       const cfg = config()
       await withStore(cfg, async (store) => {
-        process.stdout.write(`database is up to date (${store.kind}: ${cfg.databaseUrl})\n`)
+        process.stdout.write(
+          `database is up to date (${store.kind}: ${withoutPassword(cfg.databaseUrl)})\n`,
+        )
       })
     })
 

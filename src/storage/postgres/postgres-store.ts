@@ -1,0 +1,411 @@
+// The PostgreSQL adapter: several service processes share one database through it.
+import { Kysely, Migrator, PostgresDialect } from 'kysely'
+import pg from 'pg'
+import { ApiError } from '../../errors.js'
+import { AsyncWriteBatcher } from '../async-write-batcher.js'
+import type {
+  ApiKeyRecord,
+  IdempotencyClaim,
+  IdempotencyClaimRequest,
+  IdempotencyRef,
+  NewPet,
+  Pet,
+  PetPageQuery,
+  PetStatus,
+  Store,
+  StoreStats,
+} from '../store.js'
+import { postgresMigrations } from './migrations.js'
+
+export interface PostgresOptions {
+  url: string
+  poolSize: number
+  /** Bound on connecting and on each statement: past it, the request fails with 503. */
+  timeoutMs: number
+  onPoolError?: (err: Error) => void
+}
+
+interface PetRow {
+  id: bigint
+  name: string
+  category_id: bigint
+  status: PetStatus | null
+}
+
+interface ApiKeyRow {
+  id: string
+  name: string
+  secret_hash: Buffer
+  created_at: bigint
+  expires_at: bigint | null
+  revoked_at: bigint | null
+}
+
+interface CreateItem {
+  pet: NewPet
+  completes: IdempotencyRef | undefined
+}
+
+/**
+ * Ids must become visible in the order they are given, or a reader paging by id could pass an id
+ * whose transaction commits later and never see that pet. Inserts therefore take this
+ * transaction-scoped advisory lock: id allocation and commit happen one transaction at a time
+ * across every instance, and group commit keeps many pets in each of those transactions.
+ */
+const PET_INSERT_LOCK = 0x70657473 // "pets"
+
+const INT8_OID = 20
+const typeParsers = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8_OID ? (v: string) => BigInt(v) : pg.types.getTypeParser(oid, format)) as never,
+}
+
+const toPet = (row: PetRow): Pet => {
+  const pet: Pet = { id: row.id, name: row.name, categoryId: row.category_id }
+  if (row.status !== null) pet.status = row.status
+  return pet
+}
+
+const toDate = (ms: bigint | null): Date | null => (ms === null ? null : new Date(Number(ms)))
+
+const toApiKey = (row: ApiKeyRow): ApiKeyRecord => ({
+  id: row.id,
+  name: row.name,
+  secretHash: row.secret_hash,
+  createdAt: new Date(Number(row.created_at)),
+  expiresAt: toDate(row.expires_at),
+  revokedAt: toDate(row.revoked_at),
+})
+
+/**
+ * A failure of the database's availability (no connection, a timeout, the server shutting down)
+ * is 503 for the caller; anything else is a bug and stays a 500.
+ */
+function unavailableOr(err: unknown): unknown {
+  const code = (err as { code?: unknown }).code
+  const sqlState = typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : null
+  const unavailable =
+    sqlState === null
+      ? err instanceof Error
+      : sqlState.startsWith('08') ||
+        sqlState.startsWith('53') ||
+        sqlState.startsWith('57') ||
+        sqlState === '40001' ||
+        sqlState === '40P01'
+  if (!unavailable) return err
+  return new ApiError('service_unavailable', 'the database is not reachable; retry later', {
+    'retry-after': '1',
+  })
+}
+
+function poolConfig(opts: PostgresOptions, max: number): pg.PoolConfig {
+  return {
+    connectionString: opts.url,
+    max,
+    connectionTimeoutMillis: opts.timeoutMs,
+    query_timeout: opts.timeoutMs,
+    statement_timeout: opts.timeoutMs,
+    idleTimeoutMillis: 30_000,
+    keepAlive: true,
+    types: typeParsers,
+  }
+}
+
+export async function migratePostgres(opts: PostgresOptions): Promise<string[]> {
+  // Kysely ends the pool it was given when destroyed: the migration gets its own.
+  const db = new Kysely<unknown>({
+    dialect: new PostgresDialect({ pool: new pg.Pool(poolConfig(opts, 1)) }),
+  })
+  try {
+    const migrator = new Migrator({
+      db,
+      provider: { getMigrations: async () => postgresMigrations },
+    })
+    const result = await migrator.migrateToLatest()
+    if (result.error) throw result.error
+    return (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
+  } finally {
+    await db.destroy()
+  }
+}
+
+export async function openPostgresStore(opts: PostgresOptions): Promise<PostgresStore> {
+  await migratePostgres(opts)
+  return new PostgresStore(new pg.Pool(poolConfig(opts, opts.poolSize)), opts.onPoolError)
+}
+
+const SELECT_PET = 'SELECT id, name, category_id, status FROM pets'
+
+export class PostgresStore implements Store {
+  readonly kind = 'postgres'
+  private readonly creates: AsyncWriteBatcher<CreateItem, Pet>
+  private closed = false
+
+  constructor(
+    private readonly pool: pg.Pool,
+    onPoolError: (err: Error) => void = () => undefined,
+  ) {
+    // An idle client whose server went away emits here; unhandled, it would end the process.
+    pool.on('error', onPoolError)
+    this.creates = new AsyncWriteBatcher((items) => this.commitCreates(items))
+  }
+
+  private async query<R extends pg.QueryResultRow>(
+    name: string,
+    text: string,
+    values: unknown[],
+  ): Promise<R[]> {
+    try {
+      return (await this.pool.query<R>({ name, text, values })).rows
+    } catch (err) {
+      throw unavailableOr(err)
+    }
+  }
+
+  private async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient
+    try {
+      client = await this.pool.connect()
+    } catch (err) {
+      throw unavailableOr(err)
+    }
+    try {
+      await client.query('BEGIN')
+      const result = await work(client)
+      await client.query('COMMIT')
+      client.release()
+      return result
+    } catch (err) {
+      // A client that failed mid-transaction may be broken: destroy it rather than reuse it.
+      await client.query('ROLLBACK').catch(() => undefined)
+      client.release(true)
+      throw unavailableOr(err)
+    }
+  }
+
+  private async commitCreates(items: CreateItem[]): Promise<Pet[]> {
+    return this.transaction(async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [PET_INSERT_LOCK])
+      const { rows } = await client.query<{ id: bigint; ord: string }>({
+        name: 'insert-pets',
+        text: `INSERT INTO pets (name, category_id, status, created_at)
+               SELECT name, category_id, status, $4 FROM
+                 unnest($1::text[], $2::bigint[], $3::text[]) WITH ORDINALITY
+                   AS t(name, category_id, status, ord)
+               ORDER BY ord
+               RETURNING id`,
+        values: [
+          items.map((i) => i.pet.name),
+          items.map((i) => i.pet.categoryId),
+          items.map((i) => i.pet.status ?? null),
+          Date.now(),
+        ],
+      })
+      // Identity values follow the insertion order, which follows `ord`.
+      const ids = rows.map((r) => r.id).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+      const pets = items.map(({ pet }, i) => ({ id: ids[i]!, ...pet }))
+      for (const [i, { completes }] of items.entries()) {
+        if (!completes) continue
+        await client.query({
+          name: 'complete-idempotency',
+          text: `UPDATE idempotency_keys SET pet_id = $1, locked_until = NULL
+                 WHERE api_key_id = $2 AND idempotency_key = $3`,
+          values: [pets[i]!.id, completes.apiKeyId, completes.key],
+        })
+      }
+      return pets
+    })
+  }
+
+  async listPets({ afterId, status, limit }: PetPageQuery): Promise<Pet[]> {
+    const after = afterId ?? -(2n ** 63n)
+    // Two statements rather than `status = $x OR $x IS NULL`, so each keeps its own index plan.
+    const rows =
+      status === null
+        ? await this.query<PetRow>(
+            'list-pets',
+            `${SELECT_PET} WHERE id > $1 ORDER BY id LIMIT $2`,
+            [after, limit],
+          )
+        : await this.query<PetRow>(
+            'list-pets-by-status',
+            `${SELECT_PET} WHERE status = $1 AND id > $2 ORDER BY id LIMIT $3`,
+            [status, after, limit],
+          )
+    return rows.map(toPet)
+  }
+
+  async getPet(id: bigint): Promise<Pet | null> {
+    const [row] = await this.query<PetRow>('get-pet', `${SELECT_PET} WHERE id = $1`, [id])
+    return row ? toPet(row) : null
+  }
+
+  createPet(pet: NewPet, completes?: IdempotencyRef): Promise<Pet> {
+    if (this.closed) return Promise.reject(new Error('store is closed'))
+    return this.creates.submit({ pet, completes })
+  }
+
+  async insertPets(pets: NewPet[]): Promise<void> {
+    if (this.closed) throw new Error('store is closed')
+    if (pets.length === 0) return
+    await this.transaction(async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [PET_INSERT_LOCK])
+      await client.query(
+        `INSERT INTO pets (name, category_id, status, created_at)
+         SELECT name, category_id, status, $4 FROM
+           unnest($1::text[], $2::bigint[], $3::text[]) WITH ORDINALITY AS t(name, category_id, status, ord)
+         ORDER BY ord`,
+        [
+          pets.map((p) => p.name),
+          pets.map((p) => p.categoryId),
+          pets.map((p) => p.status ?? null),
+          Date.now(),
+        ],
+      )
+    })
+  }
+
+  async claimIdempotencyKey(req: IdempotencyClaimRequest): Promise<IdempotencyClaim> {
+    const now = req.now.getTime()
+    return this.transaction(async (client) => {
+      const inserted = await client.query(
+        `INSERT INTO idempotency_keys
+           (api_key_id, idempotency_key, request_hash, pet_id, created_at, locked_until)
+         VALUES ($1, $2, $3, NULL, $4, $5)
+         ON CONFLICT (api_key_id, idempotency_key) DO NOTHING`,
+        [req.apiKeyId, req.key, req.requestHash, now, now + req.leaseMs],
+      )
+      if (inserted.rowCount === 1) return { outcome: 'claimed' } as const
+      // The row exists: lock it, so concurrent claims through other instances decide one by one.
+      const { rows } = await client.query<{
+        request_hash: string
+        pet_id: bigint | null
+        created_at: bigint
+        locked_until: bigint | null
+      }>(
+        `SELECT request_hash, pet_id, created_at, locked_until FROM idempotency_keys
+         WHERE api_key_id = $1 AND idempotency_key = $2 FOR UPDATE`,
+        [req.apiKeyId, req.key],
+      )
+      const row = rows[0]
+      // Purged or released between the two statements: the key is free, so take it.
+      if (row && Number(row.created_at) + req.retentionMs > now) {
+        if (row.request_hash !== req.requestHash) return { outcome: 'mismatch' } as const
+        if (row.pet_id !== null) return { outcome: 'completed', petId: row.pet_id } as const
+        if (row.locked_until !== null && Number(row.locked_until) > now) {
+          return { outcome: 'in_progress' } as const
+        }
+      }
+      await client.query(
+        `INSERT INTO idempotency_keys
+           (api_key_id, idempotency_key, request_hash, pet_id, created_at, locked_until)
+         VALUES ($1, $2, $3, NULL, $4, $5)
+         ON CONFLICT (api_key_id, idempotency_key) DO UPDATE SET
+           request_hash = excluded.request_hash, pet_id = NULL,
+           created_at = excluded.created_at, locked_until = excluded.locked_until`,
+        [req.apiKeyId, req.key, req.requestHash, now, now + req.leaseMs],
+      )
+      return { outcome: 'claimed' } as const
+    })
+  }
+
+  async releaseIdempotencyKey(ref: IdempotencyRef): Promise<void> {
+    await this.query(
+      'release-idempotency',
+      'DELETE FROM idempotency_keys WHERE api_key_id = $1 AND idempotency_key = $2 AND pet_id IS NULL',
+      [ref.apiKeyId, ref.key],
+    )
+  }
+
+  async deleteIdempotencyKeysBefore(cutoff: Date): Promise<number> {
+    try {
+      const result = await this.pool.query('DELETE FROM idempotency_keys WHERE created_at < $1', [
+        cutoff.getTime(),
+      ])
+      return result.rowCount ?? 0
+    } catch (err) {
+      throw unavailableOr(err)
+    }
+  }
+
+  async insertApiKey(k: ApiKeyRecord): Promise<void> {
+    await this.query(
+      'insert-api-key',
+      `INSERT INTO api_keys (id, name, secret_hash, created_at, expires_at, revoked_at)
+       VALUES ($1, $2, $3, $4, $5, $6)`,
+      [
+        k.id,
+        k.name,
+        k.secretHash,
+        k.createdAt.getTime(),
+        k.expiresAt?.getTime() ?? null,
+        k.revokedAt?.getTime() ?? null,
+      ],
+    )
+  }
+
+  async findApiKey(id: string): Promise<ApiKeyRecord | null> {
+    const [row] = await this.query<ApiKeyRow>(
+      'find-api-key',
+      'SELECT * FROM api_keys WHERE id = $1',
+      [id],
+    )
+    return row ? toApiKey(row) : null
+  }
+
+  async listApiKeys(): Promise<ApiKeyRecord[]> {
+    const rows = await this.query<ApiKeyRow>(
+      'list-api-keys',
+      'SELECT * FROM api_keys ORDER BY created_at, id',
+      [],
+    )
+    return rows.map(toApiKey)
+  }
+
+  async revokeApiKey(id: string, at: Date): Promise<boolean> {
+    try {
+      const result = await this.pool.query(
+        'UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL',
+        [at.getTime(), id],
+      )
+      return result.rowCount === 1
+    } catch (err) {
+      throw unavailableOr(err)
+    }
+  }
+
+  async countApiKeys(): Promise<number> {
+    const [row] = await this.query<{ n: bigint }>(
+      'count-api-keys',
+      'SELECT count(*) AS n FROM api_keys',
+      [],
+    )
+    return Number(row!.n)
+  }
+
+  async ping(): Promise<void> {
+    await this.query('ping', 'SELECT 1', [])
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    await this.creates.idle()
+    await this.pool.end()
+  }
+
+  stats(): StoreStats {
+    return {
+      connections: {
+        inUse: this.pool.totalCount - this.pool.idleCount,
+        idle: this.pool.idleCount,
+        waiting: this.pool.waitingCount,
+      },
+      queuedWrites: this.creates.queued,
+    }
+  }
+
+  onWriteBatch(listener: (size: number) => void): void {
+    this.creates.onCommit(listener)
+  }
+}
