@@ -58,7 +58,7 @@ export interface components {
        * @description Unique identifier, assigned by the service on creation.
        */
       id: bigint
-      /** @description The animal's name: 1 to 255 Unicode code points, not only white space. */
+      /** @description The animal's name: 1 to 255 Unicode code points, not only white space, without U+0000. */
       name: string
       /**
        * Format: int64
@@ -69,7 +69,7 @@ export interface components {
     }
     /** NewPet */
     NewPet: {
-      /** @description The animal's name: 1 to 255 Unicode code points, not only white space. */
+      /** @description The animal's name: 1 to 255 Unicode code points, not only white space, without U+0000. */
       name: string
       /**
        * Format: int64

@@ -103,7 +103,7 @@ describe('createPet', () => {
     }
   })
 
-  test('name: 1 to 255 code points, not only Unicode white space', async (t) => {
+  test('name: 1 to 255 code points, not only Unicode white space, no U+0000', async (t) => {
     const a = await testApp(t)
     const tooLong = badRequest("field 'name' must be 1 to 255 characters long")
     const blank = badRequest("field 'name' must contain a character that is not white space")
@@ -112,6 +112,10 @@ describe('createPet', () => {
     for (const ws of [' ', '\t\n', '\u00a0', '\u2003\u3000', '\u0085', '\u2028']) {
       assert.deepEqual(json(await createPet(a, { name: ws, categoryId: 1 })), blank, ws)
     }
+    assert.deepEqual(
+      json(await createPet(a, { name: 'a\u0000b', categoryId: 1 })),
+      badRequest("field 'name' must not contain the character U+0000"),
+    )
     // 255 astral characters are 510 UTF-16 units but 255 code points: allowed.
     const astral = '🐈'.repeat(255)
     const res = await createPet(a, { name: astral, categoryId: 1 })

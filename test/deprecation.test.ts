@@ -1,15 +1,13 @@
 // getPet is deprecated: its headers on every response, the 410 from the sunset on, and the
 // per-key count of who still calls it.
 import assert from 'node:assert/strict'
-import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../src/app.js'
 import { createApiKey } from '../src/auth/api-keys.js'
 import { manualClock } from '../src/clock.js'
 import { configWith } from '../src/config.js'
-import { openSqliteStore } from '../src/storage/sqlite/sqlite-store.js'
-import { createPet, json, tempDir, testApp } from './support/app.js'
+import { createPet, json, testApp, testStore } from './support/app.js'
 
 const SUNSET = 'Thu, 05 Dec 2030 00:00:00 GMT'
 const SUCCESSOR = '</v1/pets>; rel="successor-version"'
@@ -166,8 +164,7 @@ describe('getPet sunset', () => {
 describe('getPet call counting', () => {
   async function loggedApp(t: TestContext) {
     const lines: string[] = []
-    const dir = tempDir(t)
-    const store = await openSqliteStore(join(dir, 'petstore.db'))
+    const store = await testStore(t)
     const clock = manualClock(new Date('2026-01-15T12:00:00Z'))
     const alice = await createApiKey(store, clock, 'alice-app')
     const bob = await createApiKey(store, clock, 'bob-app')

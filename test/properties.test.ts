@@ -149,7 +149,13 @@ function hasLoneSurrogate(value: unknown): boolean {
 
 function isValidName(s: string): boolean {
   const length = [...s].length
-  return length >= 1 && length <= 255 && /[^\p{White_Space}]/u.test(s) && !LONE_SURROGATE.test(s)
+  return (
+    length >= 1 &&
+    length <= 255 &&
+    /[^\p{White_Space}]/u.test(s) &&
+    !s.includes('\u0000') &&
+    !LONE_SURROGATE.test(s)
+  )
 }
 
 function isInt64(n: bigint): boolean {

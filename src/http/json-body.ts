@@ -14,7 +14,7 @@ const parseNumber = (literal: string): bigint | number =>
 // With the u flag a well-formed surrogate pair is one code point; only a lone half matches.
 const LONE_SURROGATE = /\p{Cs}/u
 
-/** `"\ud800"` is valid JSON but not valid Unicode: storing it would corrupt the text. */
+/** `"\ud800"` is valid JSON but not valid Unicode: storing it would change the text. */
 function rejectLoneSurrogates(key: string, value: unknown): unknown {
   if (LONE_SURROGATE.test(key) || (typeof value === 'string' && LONE_SURROGATE.test(value))) {
     throw new ApiError('invalid_request', 'request body contains a lone UTF-16 surrogate escape')

@@ -21,7 +21,8 @@ const petName = Type.String({
   // At least one character that is not Unicode White_Space.
   pattern: '[^\\p{White_Space}]',
   'x-pattern-message': 'must contain a character that is not white space',
-  description: "The animal's name: 1 to 255 Unicode code points, not only white space.",
+  description:
+    "The animal's name: 1 to 255 Unicode code points, not only white space, without U+0000.",
 })
 
 export const NewPet = Type.Object(

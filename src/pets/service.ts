@@ -52,6 +52,10 @@ export class PetService {
   }
 
   async create(pet: NewPet, apiKeyId: string, idempotencyKey?: string): Promise<CreateResult> {
+    // PostgreSQL text cannot hold U+0000; refusing it on every store keeps them alike.
+    if (pet.name.includes('\u0000')) {
+      throw new ApiError('invalid_request', "field 'name' must not contain the character U+0000")
+    }
     if (idempotencyKey === undefined) {
       return { pet: await this.store.createPet(pet), replayed: false }
     }

@@ -8,8 +8,10 @@ import { buildApp } from '../../src/app.js'
 import { createApiKey } from '../../src/auth/api-keys.js'
 import { type Clock, manualClock } from '../../src/clock.js'
 import { type Config, configWith } from '../../src/config.js'
+import { openPostgresStore } from '../../src/storage/postgres/postgres-store.js'
 import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
 import type { Store } from '../../src/storage/store.js'
+import { freshPostgresUrl, TEST_STORE } from './postgres.js'
 
 export interface TestApp {
   app: FastifyInstance
@@ -38,9 +40,19 @@ export function tempDir(t: TestContext, prefix = 'petstore-test-'): string {
   return dir
 }
 
+/** A fresh, empty store of the kind this run tests (see TEST_STORE), closed after `t`. */
+export async function testStore(t: TestContext, dir = tempDir(t)): Promise<Store> {
+  const store =
+    TEST_STORE === 'postgres'
+      ? await openPostgresStore({ url: await freshPostgresUrl(t), poolSize: 5, timeoutMs: 5000 })
+      : await openSqliteStore(join(dir, 'petstore.db'))
+  t.after(() => store.close())
+  return store
+}
+
 export async function testApp(t: TestContext, opts: TestAppOptions = {}): Promise<TestApp> {
   const dir = tempDir(t)
-  const store = await openSqliteStore(join(dir, 'petstore.db'))
+  const store = await testStore(t, dir)
   const clock = manualClock(opts.now ?? new Date('2026-01-15T12:00:00Z'))
   const config = configWith(opts.config)
   const { key, record } = await createApiKey(store, clock, 'test-key')
@@ -50,10 +62,7 @@ export async function testApp(t: TestContext, opts: TestAppOptions = {}): Promis
     clock: opts.clock ?? clock,
   })
   await app.ready()
-  t.after(async () => {
-    await app.close()
-    await store.close()
-  })
+  t.after(() => app.close())
   const call = (o: InjectOptions) =>
     app.inject({ ...o, headers: { authorization: `Bearer ${key}`, ...o.headers } })
   return { app, store, clock, config, key, keyId: record.id, dir, call }

@@ -5,7 +5,6 @@ import type { TestContext } from 'node:test'
 import pg from 'pg'
 
 export const POSTGRES_ADMIN_URL =
-  // biome-ignore lint/style/noProcessEnv: tests may point at another server
   process.env.PETSTORE_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 
 async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
@@ -36,3 +35,6 @@ export async function freshPostgresUrl(t: TestContext): Promise<string> {
   url.searchParams.set('options', `-c search_path=${schema}`)
   return url.toString()
 }
+
+/** The store the in-process HTTP tests run on: SQLite unless PETSTORE_TEST_STORE=postgres. */
+export const TEST_STORE = process.env.PETSTORE_TEST_STORE === 'postgres' ? 'postgres' : 'sqlite'

@@ -1,5 +1,5 @@
 // The PostgreSQL adapter: several service processes share one database through it.
-import { Kysely, Migrator, PostgresDialect } from 'kysely'
+import { Kysely, Migrator, PostgresDialect, sql } from 'kysely'
 import pg from 'pg'
 import { ApiError } from '../../errors.js'
 import { AsyncWriteBatcher } from '../async-write-batcher.js'
@@ -117,9 +117,13 @@ export async function migratePostgres(opts: PostgresOptions): Promise<string[]> 
     dialect: new PostgresDialect({ pool: new pg.Pool(poolConfig(opts, 1)) }),
   })
   try {
+    // Kysely looks for its own tables in every schema unless told which one: name the schema the
+    // connection works in, so databases with several schemas (one per tenant or test) stay apart.
+    const { rows } = await sql<{ schema: string }>`SELECT current_schema() AS schema`.execute(db)
     const migrator = new Migrator({
       db,
       provider: { getMigrations: async () => postgresMigrations },
+      migrationTableSchema: rows[0]!.schema,
     })
     const result = await migrator.migrateToLatest()
     if (result.error) throw result.error
