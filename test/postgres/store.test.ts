@@ -2,8 +2,8 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import pg from 'pg'
 import { openPostgresStore } from '../../src/storage/postgres/postgres-store.js'
+import { storeContract } from '../storage/store-contract.js'
 import { freshPostgresUrl } from '../support/postgres.js'
-import { storeContract } from './store-contract.js'
 
 storeContract('postgres', async (t) => {
   const url = await freshPostgresUrl(t)
