@@ -7,6 +7,7 @@ import Fastify, {
   type FastifyReply,
   type FastifyServerOptions,
 } from 'fastify'
+import type { Redis } from 'ioredis'
 import { ApiKeyVerifier } from './auth/api-keys.js'
 import { registerAuth } from './auth/authenticate.js'
 import { type Clock, systemClock } from './clock.js'
@@ -45,6 +46,8 @@ export interface AppDependencies {
   tls?: TlsMaterial
   /** Where request, rate-limit, deprecation and storage figures go; a fresh set when absent. */
   metrics?: Metrics
+  /** The rate-limit counters' store when config.rateLimitStore is `redis` (see openRedis). */
+  redis?: Redis
 }
 
 export const BODY_LIMIT_BYTES = 64 * 1024
@@ -61,6 +64,9 @@ function requestId(req: IncomingMessage): string {
 export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
   const { config, store } = deps
   const clock = deps.clock ?? systemClock
+  if (config.rateLimitStore === 'redis' && !deps.redis) {
+    throw new Error('rateLimitStore is redis but no Redis client was given to buildApp')
+  }
   const transport = transportHeaders(deps.tls, config.hstsMaxAgeSeconds)
   const app = Fastify({
     logger: deps.logger ?? false,
@@ -131,6 +137,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     rateLimit: { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs },
     authFailureLimit: { max: config.authFailureLimitMax, windowMs: config.authFailureWindowMs },
     onRateLimited: (policy) => metrics.rateLimitRejected(policy),
+    ...(config.rateLimitStore === 'redis' ? { redis: deps.redis } : {}),
   })
   await registerOpenApi(app, { productionUrl: config.productionUrl, stagingUrl: config.stagingUrl })
   await app.register(docsPage, { specUrl: '/v1/openapi.json' })

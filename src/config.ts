@@ -5,6 +5,8 @@ import { resolve } from 'node:path'
 export interface Config {
   port: number
   host: string
+  /** Processes serving the API on one port (node:cluster); 1 runs it in this process. */
+  workers: number
   databaseUrl: string
   databasePoolSize: number
   databaseTimeoutMs: number
@@ -182,6 +184,15 @@ export const settings = [
     accepts: 'a host name or IP address',
     description: 'Address the API listens on (`0.0.0.0` for every interface).',
     parse: text,
+  },
+  {
+    key: 'workers',
+    env: 'PETSTORE_WORKERS',
+    default: '1',
+    accepts: 'an integer from 1 to 64',
+    description:
+      'Worker processes of `petstore serve`, all on the one port (`--workers` overrides it); 1 serves from a single process.',
+    parse: integer(1, 64),
   },
   {
     key: 'databaseUrl',

@@ -1,6 +1,7 @@
 // Runs the service: config → storage → app → listen; SIGTERM and SIGINT drain and exit 0.
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
+import { Redis } from 'ioredis'
 import { buildApp } from './app.js'
 import { createApiKey } from './auth/api-keys.js'
 import { type Clock, clockStartingAt, systemClock } from './clock.js'
@@ -18,6 +19,8 @@ export interface RunningServer {
   address: string
   /** Where Prometheus scrapes, e.g. `http://127.0.0.1:9464/metrics`; null when metrics are off. */
   metricsUrl: string | null
+  /** This process's figures; a cluster worker hands them to the primary, which serves them. */
+  metrics: Metrics
   /**
    * Drains: readiness turns 503 at once while requests are still served for the drain delay
    * (config.drainDelayMs unless given), then the listener closes, in-flight requests finish, and
@@ -26,12 +29,59 @@ export interface RunningServer {
   stop(opts?: { drainDelayMs?: number }): Promise<void>
 }
 
+/** A Redis that does not answer within these bounds counts as down: requests go unlimited. */
+const REDIS_CONNECT_TIMEOUT_MS = 2000
+const REDIS_COMMAND_TIMEOUT_MS = 1000
+
+/**
+ * The client of the shared rate-limit counters. It fails fast rather than queueing while Redis is
+ * away (the limiter then serves requests unlimited), reconnects by itself with ioredis's back-off,
+ * and reports each outage once on stderr. The start waits for the first connection, or its
+ * failure, so the first requests are already counted; Redis being down does not stop the start.
+ */
+export async function openRedis(url: string, err: NodeJS.WritableStream): Promise<Redis> {
+  const redis = new Redis(url, {
+    connectTimeout: REDIS_CONNECT_TIMEOUT_MS,
+    commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+  })
+  let down = false
+  redis.on('error', (e: Error) => {
+    if (down) return
+    down = true
+    err.write(
+      `petstore: rate-limit store (Redis) unreachable: ${e.message}; requests are served without rate limits until it returns\n`,
+    )
+  })
+  redis.on('ready', () => {
+    if (!down) return
+    down = false
+    err.write('petstore: rate-limit store (Redis) reachable again\n')
+  })
+  await new Promise<void>((resolve) => {
+    const settled = () => {
+      clearTimeout(timer)
+      redis.off('ready', settled)
+      redis.off('error', settled)
+      resolve()
+    }
+    const timer = setTimeout(settled, REDIS_CONNECT_TIMEOUT_MS + 500)
+    redis.once('ready', settled)
+    redis.once('error', settled)
+  })
+  return redis
+}
+
+/** How often a closing server looks for connections that have gone idle, to close them. */
+const IDLE_SWEEP_MS = 50
+
 export function clockFor(config: Config): Clock {
   return config.now ? clockStartingAt(config.now) : systemClock
 }
 
 /** First start with no key at all: make one, show it once, keep only its hash. */
-async function ensureBootstrapKey(
+export async function ensureBootstrapKey(
   config: Config,
   store: Store,
   clock: Clock,
@@ -68,8 +118,10 @@ export async function startServer(
   let app: FastifyInstance
   const metrics = new Metrics()
   let metricsServer: MetricsServer | null = null
+  let redis: Redis | undefined
   try {
     await ensureBootstrapKey(config, store, clock, out)
+    if (config.rateLimitStore === 'redis') redis = await openRedis(config.redisUrl, process.stderr)
     app = await buildApp({
       config,
       store,
@@ -78,6 +130,7 @@ export async function startServer(
       tls,
       logger: loggerOptions(config),
       metrics,
+      ...(redis ? { redis } : {}),
     })
     // Metrics first: a port clash there stops the start before the API takes any traffic.
     if (config.metricsPort !== null) {
@@ -90,6 +143,7 @@ export async function startServer(
     await app.listen({ port: config.port, host: config.host })
   } catch (err) {
     await metricsServer?.close()
+    redis?.disconnect()
     await store.close()
     throw err
   }
@@ -112,12 +166,23 @@ export async function startServer(
       const timeout = new Promise<void>((resolve) =>
         setTimeout(resolve, config.shutdownTimeoutMs).unref(),
       )
+      // A keep-alive connection whose request was in flight when the listener closed goes idle
+      // only afterwards, and would hold the close open until the timeout: it is closed as soon
+      // as it is idle (a request pipelined behind the last one is still answered first).
+      const server = app.server
+      const idleSweep =
+        'closeIdleConnections' in server
+          ? setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS)
+          : undefined
       await Promise.race([app.close(), timeout])
+      clearInterval(idleSweep)
       // Scrapes go on through the drain, so its last figures can be seen; then they stop too.
       await metricsServer?.close()
+      // The app has closed, so no counter is being updated any more.
+      redis?.disconnect()
       await store.close()
     })()
     return stopping
   }
-  return { app, store, address, metricsUrl, stop }
+  return { app, store, address, metricsUrl, metrics, stop }
 }

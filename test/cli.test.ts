@@ -415,7 +415,7 @@ describe('petstore usage', { concurrency: true }, () => {
       signal: null,
       stdout: '',
       stderr:
-        'petstore: invalid configuration:\n  PETSTORE_DATABASE_URL="mysql://db/petstore" is invalid: expected `sqlite:<path>`\n',
+        'petstore: invalid configuration:\n  PETSTORE_DATABASE_URL="mysql://db/petstore" is invalid: expected `sqlite:<path>` or `postgres://user@host:port/database`\n',
     })
     assert.equal(existsSync(w.dbPath), false)
   })

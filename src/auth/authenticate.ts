@@ -1,6 +1,7 @@
 // The onRequest hook that authenticates every /v1 request and applies the rate limits.
 import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Redis } from 'ioredis'
 import { ApiError } from '../errors.js'
 import type { ApiKeyVerifier } from './api-keys.js'
 
@@ -10,7 +11,15 @@ export interface AuthOptions {
   authFailureLimit: { max: number; windowMs: number }
   /** Hears of each request refused with 429, by policy (for metrics). */
   onRateLimited?: (policy: 'default' | 'auth-failures') => void
+  /**
+   * Where the counters live: one budget for every process that shares this Redis. Without it,
+   * each process counts on its own, in memory.
+   */
+  redis?: Redis
 }
+
+/** Prefix of every counter in Redis; the rest names the policy and the key id or address. */
+export const REDIS_NAMESPACE = 'petstore-rl:'
 
 interface LimitState {
   max: number
@@ -39,10 +48,18 @@ function bearerToken(header: string | undefined): string | null {
 }
 
 /** The two fields of draft-ietf-httpapi-ratelimit-headers, e.g. `"default";q=6000;w=60`. */
-function setRateLimitFields(reply: FastifyReply, policy: string, windowMs: number, s: LimitState) {
-  const window = Math.ceil(windowMs / 1000)
-  reply.header('ratelimit-policy', `"${policy}";q=${s.max};w=${window}`)
-  reply.header('ratelimit', `"${policy}";r=${s.remaining};t=${Math.max(0, s.ttlInSeconds)}`)
+function setRateLimitFields(
+  reply: FastifyReply,
+  policy: string,
+  limit: { max: number; windowMs: number },
+  s: LimitState | null,
+) {
+  reply.header(
+    'ratelimit-policy',
+    `"${policy}";q=${limit.max};w=${Math.ceil(limit.windowMs / 1000)}`,
+  )
+  // With the counter store unreachable the remaining budget is unknown, so it is not claimed.
+  if (s) reply.header('ratelimit', `"${policy}";r=${s.remaining};t=${Math.max(0, s.ttlInSeconds)}`)
 }
 
 function rateLimited(s: LimitState, message: string): ApiError {
@@ -52,19 +69,46 @@ function rateLimited(s: LimitState, message: string): ApiError {
 }
 
 export async function registerAuth(app: FastifyInstance, opts: AuthOptions): Promise<void> {
-  // The plugin keeps the counters (in memory here; a shared store can be given to it later);
-  // the limiters are applied from our own hook so that authentication always comes first.
-  await app.register(rateLimit, { global: false })
-  const perKey = app.createRateLimit({
+  // The plugin keeps the counters, in memory or in Redis; the limiters are applied from our own
+  // hook so that authentication always comes first. Counters are named by policy and key id (or
+  // client address), never by the key itself.
+  await app.register(rateLimit, {
+    global: false,
+    ...(opts.redis ? { redis: opts.redis, nameSpace: REDIS_NAMESPACE } : {}),
+  })
+  const perKeyLimiter = app.createRateLimit({
     max: opts.rateLimit.max,
     timeWindow: opts.rateLimit.windowMs,
-    keyGenerator: (req) => `key:${req.apiKey?.id}`,
+    keyGenerator: (req) => `default:${req.apiKey?.id}`,
   })
-  const perAddress = app.createRateLimit({
+  const perAddressLimiter = app.createRateLimit({
     max: opts.authFailureLimit.max,
     timeWindow: opts.authFailureLimit.windowMs,
-    keyGenerator: (req) => `auth-failure:${req.ip}`,
+    keyGenerator: (req) => `auth-failures:${req.ip}`,
   })
+
+  // An unreachable counter store (Redis down) fails open: requests are served without a limit
+  // rather than refused, with one warning when it starts and one line when it is back.
+  let storeFailing = false
+  const count = async (
+    limiter: typeof perKeyLimiter,
+    request: FastifyRequest,
+  ): Promise<LimitState | null> => {
+    try {
+      const state = (await limiter(request)) as LimitState
+      if (storeFailing) {
+        storeFailing = false
+        request.log.info('rate-limit store reachable again: limits apply')
+      }
+      return state
+    } catch (err) {
+      if (!storeFailing) {
+        storeFailing = true
+        request.log.warn({ err }, 'rate-limit store unreachable: requests are served unlimited')
+      }
+      return null
+    }
+  }
 
   app.decorateRequest('apiKey', null)
   app.addHook('onRequest', async (request, reply) => {
@@ -72,9 +116,9 @@ export async function registerAuth(app: FastifyInstance, opts: AuthOptions): Pro
     const token = bearerToken(request.headers.authorization)
     const key = token ? await opts.verifier.verify(token) : null
     if (key === null) {
-      const failures = (await perAddress(request)) as LimitState
-      setRateLimitFields(reply, 'auth-failures', opts.authFailureLimit.windowMs, failures)
-      if (failures.isExceeded) {
+      const failures = await count(perAddressLimiter, request)
+      setRateLimitFields(reply, 'auth-failures', opts.authFailureLimit, failures)
+      if (failures?.isExceeded) {
         opts.onRateLimited?.('auth-failures')
         throw rateLimited(failures, 'too many failed authentication attempts from this address')
       }
@@ -87,9 +131,9 @@ export async function registerAuth(app: FastifyInstance, opts: AuthOptions): Pro
           })
     }
     request.apiKey = key
-    const usage = (await perKey(request)) as LimitState
-    setRateLimitFields(reply, 'default', opts.rateLimit.windowMs, usage)
-    if (usage.isExceeded) {
+    const usage = await count(perKeyLimiter, request)
+    setRateLimitFields(reply, 'default', opts.rateLimit, usage)
+    if (usage?.isExceeded) {
       opts.onRateLimited?.('default')
       throw rateLimited(usage, 'rate limit of this API key exceeded')
     }

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // The `petstore` command: one entry for everything an operator does.
+import cluster from 'node:cluster'
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander'
 import { type Config, ConfigError, loadConfig } from '../config.js'
 import { clockFor, startServer } from '../server.js'
@@ -16,6 +17,7 @@ import {
   seedCommand,
   seedStatuses,
 } from './seed.js'
+import { drainAndExit, MAX_WORKERS, runPrimary, runWorker } from './workers.js'
 
 const USAGE_ERROR = 2
 
@@ -69,21 +71,14 @@ function wholeNumberArg(max: number): (text: string) => number {
   }
 }
 
-async function serve(): Promise<void> {
+async function serve(opts: { workers?: number }): Promise<void> {
   const cfg = config()
+  // A worker runs this same command line; the primary decided how many of them there are.
+  if (cluster.isWorker) return runWorker(cfg)
+  const workers = opts.workers ?? cfg.workers
+  if (workers > 1) return runPrimary(cfg, workers, process.stdout)
   const server = await startServer(cfg, process.stdout)
-  const onSignal = (signal: NodeJS.Signals) => {
-    // Ctrl-C comes from someone at a terminal, not from an orchestrator: no load balancer to wait for.
-    const drainDelayMs = signal === 'SIGINT' ? 0 : cfg.drainDelayMs
-    server.app.log.info({ signal, drainDelayMs }, 'draining before exit')
-    server
-      .stop({ drainDelayMs })
-      .then(() => process.exit(0))
-      .catch((err) => {
-        server.app.log.error({ err }, 'shutdown failed')
-        process.exit(1)
-      })
-  }
+  const onSignal = (signal: NodeJS.Signals) => drainAndExit(server, cfg, signal)
   process.once('SIGTERM', onSignal)
   process.once('SIGINT', onSignal)
 }
@@ -97,6 +92,11 @@ function buildProgram(): Command {
   program
     .command('serve')
     .description('run the HTTP API (the default of `npm start`)')
+    .option(
+      '--workers <n>',
+      `processes serving the API on the one port, 1 to ${MAX_WORKERS} (default: PETSTORE_WORKERS)`,
+      wholeNumberArg(MAX_WORKERS),
+    )
     .action(serve)
 
   program
@@ -213,3 +213,5 @@ async function main(argv: string[]): Promise<void> {
 }
 
 await main(process.argv)
+// A worker's channel to the primary keeps it alive: one that could not start must end itself.
+if (cluster.isWorker && (process.exitCode ?? 0) !== 0) process.exit()

@@ -23,17 +23,22 @@ export function loggerOptions(
     },
   }
   if (!isPretty(config.logFormat, stdout.isTTY === true)) return options
+  options.stream = prettyStream(stdout.isTTY === true)
+  return options
+}
+
+/** Takes JSON log lines and writes each as one readable line on stdout. */
+export function prettyStream(colorize: boolean) {
   // Formatted synchronously in this thread rather than in a worker transport: lines keep their
   // order with the start-up lines printed on stdout, and nothing is left in flight when the process
   // exits after a drain. Formatting cost does not matter at the volume a terminal is read at.
-  options.stream = pretty({
+  return pretty({
     sync: true,
-    colorize: stdout.isTTY === true,
+    colorize,
     singleLine: true,
     translateTime: 'SYS:HH:MM:ss.l',
     // A request reads `GET /v1/pets 200 listPets 1.2ms request completed {"requestId":...}`.
     messageFormat: '{if method}{method} {url} {status} {operation} {durationMs}ms {end}{msg}',
     ignore: 'pid,hostname,method,url,status,operation,durationMs',
   })
-  return options
 }

@@ -79,20 +79,29 @@ const toApiKey = (row: ApiKeyRow): ApiKeyRecord => ({
 
 /**
  * A failure of the database's availability (no connection, a timeout, the server shutting down)
- * is 503 for the caller; anything else is a bug and stays a 500.
+ * is 503 for the caller; anything else is a bug and stays a 500. The server's errors carry a
+ * SQLSTATE; the driver's own (a lost or refused connection, a timeout) and the socket's are
+ * Errors of no finer type, whereas a bug raises a TypeError, a RangeError or the like.
  */
+const BUG_TYPES = [TypeError, RangeError, ReferenceError, SyntaxError, EvalError, URIError]
+
+function isUnavailable(err: unknown): boolean {
+  if (err instanceof pg.DatabaseError) {
+    const sqlState = err.code ?? ''
+    return (
+      sqlState.startsWith('08') ||
+      sqlState.startsWith('53') ||
+      sqlState.startsWith('57') ||
+      sqlState === '25P03' ||
+      sqlState === '40001' ||
+      sqlState === '40P01'
+    )
+  }
+  return err instanceof Error && !BUG_TYPES.some((type) => err instanceof type)
+}
+
 function unavailableOr(err: unknown): unknown {
-  const code = (err as { code?: unknown }).code
-  const sqlState = typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : null
-  const unavailable =
-    sqlState === null
-      ? err instanceof Error
-      : sqlState.startsWith('08') ||
-        sqlState.startsWith('53') ||
-        sqlState.startsWith('57') ||
-        sqlState === '40001' ||
-        sqlState === '40P01'
-  if (!unavailable) return err
+  if (!isUnavailable(err)) return err
   return new ApiError('service_unavailable', 'the database is not reachable; retry later', {
     'retry-after': '1',
   })
@@ -105,21 +114,45 @@ function poolConfig(opts: PostgresOptions, max: number): pg.PoolConfig {
     connectionTimeoutMillis: opts.timeoutMs,
     query_timeout: opts.timeoutMs,
     statement_timeout: opts.timeoutMs,
+    // A transaction whose client vanished (a partition: the server never hears the connection
+    // close) would otherwise keep its locks, the insert lock among them, for as long as TCP takes
+    // to notice, hours: every instance's creates would wait on it. The server ends it instead.
+    idle_in_transaction_session_timeout: opts.timeoutMs,
     idleTimeoutMillis: 30_000,
     keepAlive: true,
     types: typeParsers,
   }
 }
 
+/**
+ * A lost connection fails the statement in flight, which reports it; but the client also emits it
+ * as an event, and an event nobody listens to ends the process. The pool listens only while a
+ * client is idle in it, so each client gets a listener of its own for while it is checked out.
+ */
+function survivingLostConnections(pool: pg.Pool): pg.Pool {
+  pool.on('connect', (client) => client.on('error', () => undefined))
+  return pool
+}
+
 export async function migratePostgres(opts: PostgresOptions): Promise<string[]> {
   // Kysely ends the pool it was given when destroyed: the migration gets its own.
-  const db = new Kysely<unknown>({
-    dialect: new PostgresDialect({ pool: new pg.Pool(poolConfig(opts, 1)) }),
-  })
+  const pool = survivingLostConnections(new pg.Pool(poolConfig(opts, 1)))
+  pool.on('error', () => undefined)
+  const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) })
   try {
     // Kysely looks for its own tables in every schema unless told which one: name the schema the
     // connection works in, so databases with several schemas (one per tenant or test) stay apart.
-    const { rows } = await sql<{ schema: string }>`SELECT current_schema() AS schema`.execute(db)
+    const { rows } = await sql<{ schema: string }>`SELECT current_schema() AS schema`
+      .execute(db)
+      .catch((err: unknown) => {
+        if (!isUnavailable(err)) throw err
+        // Said plainly, so that a start failing because the database is down says so.
+        const { hostname, port } = new URL(opts.url)
+        throw new Error(
+          `PostgreSQL at ${hostname}:${port || 5432} is not reachable (${(err as Error).message})`,
+          { cause: err },
+        )
+      })
     const migrator = new Migrator({
       db,
       provider: { getMigrations: async () => postgresMigrations },
@@ -151,6 +184,7 @@ export class PostgresStore implements Store {
   ) {
     // An idle client whose server went away emits here; unhandled, it would end the process.
     pool.on('error', onPoolError)
+    survivingLostConnections(pool)
     this.creates = new AsyncWriteBatcher((items) => this.commitCreates(items))
   }
 

@@ -1,0 +1,522 @@
+// Several instances, one truth: three real server processes (`node dist/cli/main.js serve`) on
+// three ports share one PostgreSQL schema and one Redis, and are driven at once over real sockets.
+// Ids stay unique and every acknowledged pet is listed, pages stay exact while creates go on, a key
+// revoked by the CLI is refused by every instance, an Idempotency-Key replays through any instance,
+// and the rate limit is one budget. Counters never collide between runs: Redis counters are named
+// by key id, and every test counts with keys of its own, made by `petstore keys create`.
+
+import assert from 'node:assert/strict'
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { connect, createServer, type Server, type Socket } from 'node:net'
+import { type TestContext, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { Redis } from 'ioredis'
+import pg from 'pg'
+import { freshPostgresUrl } from '../support/postgres.js'
+
+const MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url))
+const CONFIGURED_KEY = 'multi-instance-configured-key-0123'
+const REDIS_URL = 'redis://127.0.0.1:6379'
+const PET_INSERT_LOCK = 0x70657473 // the advisory lock the PostgreSQL store takes for inserts
+const run = promisify(execFile)
+
+interface Instance {
+  origin: string
+  child: ChildProcess
+  stdout(): string
+  stderr(): string
+}
+
+interface Reply {
+  status: number
+  headers: Headers
+  text: string
+  json(): unknown
+}
+
+type Pet = { id: number; name: string; categoryId: number; status?: string }
+
+/** The test's environment without any setting of the service, so only what a test sets applies. */
+function baseEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {}
+  for (const [name, value] of Object.entries(process.env)) {
+    if (!name.startsWith('PETSTORE_') && name !== 'PORT' && name !== 'HOST') env[name] = value
+  }
+  return env
+}
+
+function serviceEnv(databaseUrl: string, extra: Record<string, string>): NodeJS.ProcessEnv {
+  return {
+    ...baseEnv(),
+    PORT: '0',
+    HOST: '127.0.0.1',
+    PETSTORE_DATABASE_URL: databaseUrl,
+    PETSTORE_DATABASE_POOL_SIZE: '4',
+    PETSTORE_API_KEYS: CONFIGURED_KEY,
+    PETSTORE_RATE_LIMIT_STORE: 'redis',
+    PETSTORE_REDIS_URL: REDIS_URL,
+    PETSTORE_RATE_LIMIT_MAX: '100000000',
+    PETSTORE_AUTH_FAILURE_LIMIT_MAX: '100000000',
+    PETSTORE_LOG_LEVEL: 'warn',
+    PETSTORE_METRICS_PORT: 'off',
+    PETSTORE_DRAIN_DELAY: '0s',
+    ...extra,
+  }
+}
+
+/** One `petstore serve` process; it is killed after `t`. */
+async function startInstance(
+  t: TestContext,
+  databaseUrl: string,
+  extra: Record<string, string> = {},
+): Promise<Instance> {
+  const child = spawn(process.execPath, [MAIN, 'serve'], {
+    env: serviceEnv(databaseUrl, extra),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()))
+  t.after(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    await closed
+  })
+  let out = ''
+  let err = ''
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+    err += chunk
+  })
+  const listening = /^petstore listening on (http:\/\/127\.0\.0\.1:\d+) \(store: postgres\)$/m
+  const origin = await new Promise<string>((resolve, reject) => {
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      out += chunk
+      const m = listening.exec(out)
+      if (m) resolve(m[1]!)
+    })
+    child.once('close', () =>
+      reject(new Error(`server ended before listening\nstdout:\n${out}\nstderr:\n${err}`)),
+    )
+  })
+  return { origin, child, stdout: () => out, stderr: () => err }
+}
+
+/** Three instances on one schema, started at once (so their migrations race, under the lock). */
+function startThree(
+  t: TestContext,
+  databaseUrl: string,
+  extra: Record<string, string> = {},
+): Promise<Instance[]> {
+  return Promise.all([0, 1, 2].map(() => startInstance(t, databaseUrl, extra)))
+}
+
+/** `petstore <args>` against the database, as an operator runs it next to any instance. */
+async function cli(databaseUrl: string, ...args: string[]): Promise<string> {
+  const { stdout } = await run(process.execPath, [MAIN, ...args], {
+    env: serviceEnv(databaseUrl, {}),
+  })
+  return stdout
+}
+
+/** A stored key of the test's own, made by `petstore keys create`. */
+async function createKey(databaseUrl: string, name: string): Promise<{ key: string; id: string }> {
+  const out = await cli(databaseUrl, 'keys', 'create', '--name', name)
+  const id = /^Created API key ([0-9a-f]{12}) /m.exec(out)?.[1]
+  const key = /^(pet_[0-9a-f]{12}_[A-Za-z0-9_-]{43})$/m.exec(out)?.[1]
+  assert.ok(id && key, out)
+  assert.equal(key.slice(4, 16), id)
+  return { key, id }
+}
+
+async function call(
+  origin: string,
+  path: string,
+  key: string,
+  opts: { method?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<Reply> {
+  const headers: Record<string, string> = { authorization: `Bearer ${key}`, ...opts.headers }
+  if (opts.body !== undefined) headers['content-type'] = 'application/json'
+  const res = await fetch(`${origin}${path}`, {
+    method: opts.method ?? 'GET',
+    headers,
+    ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}),
+  })
+  const text = await res.text()
+  return { status: res.status, headers: res.headers, text, json: () => JSON.parse(text) }
+}
+
+/** Creates a pet and checks the 201 field for field; returns the stored pet. */
+async function create(origin: string, key: string, body: Omit<Pet, 'id'>): Promise<Pet> {
+  const res = await call(origin, '/v1/pets', key, { method: 'POST', body })
+  assert.equal(res.status, 201, res.text)
+  const pet = res.json() as Pet
+  assert.ok(Number.isSafeInteger(pet.id) && pet.id > 0, res.text)
+  assert.deepEqual(pet, { id: pet.id, ...body })
+  assert.equal(res.headers.get('location'), `/v1/pets/${pet.id}`)
+  return pet
+}
+
+const statuses = ['available', 'pending', 'sold', undefined] as const
+function newPet(name: string, n: number): Omit<Pet, 'id'> {
+  const status = statuses[n % statuses.length]
+  return { name, categoryId: n * 7919, ...(status ? { status } : {}) }
+}
+
+/** The path of the next page from a Link field, or null on the last page. */
+function nextPath(link: string | null): string | null {
+  if (link === null) return null
+  const m = /^<(http:\/\/[^>]+)>; rel="next"$/.exec(link)
+  assert.ok(m, link)
+  const url = new URL(m[1]!)
+  return `${url.pathname}${url.search}`
+}
+
+/** Every pet, page by page, each page from the next instance in turn. */
+async function listAll(instances: Instance[], key: string, limit = 100): Promise<Pet[]> {
+  const pets: Pet[] = []
+  let path: string | null = `/v1/pets?limit=${limit}`
+  for (let page = 0; path !== null; page++) {
+    const res = await call(instances[page % instances.length]!.origin, path, key)
+    assert.equal(res.status, 200, res.text)
+    pets.push(...(res.json() as Pet[]))
+    path = nextPath(res.headers.get('link'))
+  }
+  return pets
+}
+
+const byId = (a: Pet, b: Pet) => a.id - b.id
+
+test('24 concurrent clients create through three instances: ids unique, every 201 listed', async (t) => {
+  const url = await freshPostgresUrl(t)
+  const instances = await startThree(t, url)
+  const { key } = await createKey(url, 'creates')
+
+  const CLIENTS = 24
+  const PER_CLIENT = 20
+  const created = await Promise.all(
+    Array.from({ length: CLIENTS }, async (_, c) => {
+      const mine: Pet[] = []
+      for (let i = 0; i < PER_CLIENT; i++) {
+        const origin = instances[(c + i) % instances.length]!.origin
+        mine.push(await create(origin, key, newPet(`client-${c}-pet-${i}`, c * PER_CLIENT + i)))
+      }
+      return mine
+    }),
+  )
+  const acknowledged = created.flat().sort(byId)
+  assert.equal(acknowledged.length, CLIENTS * PER_CLIENT)
+  assert.equal(new Set(acknowledged.map((p) => p.id)).size, CLIENTS * PER_CLIENT)
+
+  // Listed through each instance, paging across all three: exactly the acknowledged pets.
+  for (const first of [0, 1, 2]) {
+    const rotated = [...instances.slice(first), ...instances.slice(0, first)]
+    assert.deepEqual(await listAll(rotated, key, 45), acknowledged)
+  }
+  // And each one by id, through an instance other than the one that created it.
+  for (const [n, pet] of acknowledged.entries()) {
+    const res = await call(instances[n % 3]!.origin, `/v1/pets/${pet.id}`, key)
+    assert.equal(res.status, 200, res.text)
+    assert.deepEqual(res.json(), pet)
+  }
+})
+
+test('a walk through listPets pages across instances, while creates go on, sees each pet once', async (t) => {
+  const url = await freshPostgresUrl(t)
+  const instances = await startThree(t, url)
+  const { key } = await createKey(url, 'walk')
+
+  const before = (
+    await Promise.all(
+      Array.from({ length: 10 }, async (_, c) => {
+        const mine: Pet[] = []
+        for (let i = 0; i < 6; i++) {
+          mine.push(
+            await create(instances[(c + i) % 3]!.origin, key, newPet(`before-${c}-${i}`, i)),
+          )
+        }
+        return mine
+      }),
+    )
+  )
+    .flat()
+    .sort(byId)
+  const lastBefore = before.at(-1)!.id
+
+  // Creators keep going through every instance until the walk has passed every earlier pet.
+  let stop = false
+  let createdCount = 0
+  let onCreated: (() => void) | null = null
+  const createdDuring: Pet[] = []
+  const creators = Array.from({ length: 6 }, async (_, c) => {
+    for (let i = 0; !stop; i++) {
+      const pet = await create(instances[(c + i) % 3]!.origin, key, newPet(`during-${c}-${i}`, i))
+      createdDuring.push(pet)
+      createdCount++
+      onCreated?.()
+    }
+  })
+  const aCreateCompletes = (since: number) =>
+    new Promise<void>((resolve) => {
+      if (createdCount > since) return resolve()
+      onCreated = () => {
+        if (createdCount <= since) return
+        onCreated = null
+        resolve()
+      }
+    })
+
+  const seen: number[] = []
+  let path: string | null = '/v1/pets?limit=7'
+  let pagesWithCreatesBetween = 0
+  for (let page = 0; path !== null; page++) {
+    if (!stop) {
+      // Before each page at least one more pet is committed, so the walk and creates interleave.
+      await aCreateCompletes(createdCount)
+      pagesWithCreatesBetween++
+    }
+    const res = await call(instances[page % 3]!.origin, path, key)
+    assert.equal(res.status, 200, res.text)
+    const pets = res.json() as Pet[]
+    assert.ok(pets.length <= 7)
+    seen.push(...pets.map((p) => p.id))
+    path = nextPath(res.headers.get('link'))
+    if (!stop && seen.some((id) => id > lastBefore)) {
+      stop = true
+      await Promise.all(creators)
+    }
+  }
+
+  assert.ok(pagesWithCreatesBetween >= Math.ceil(before.length / 7))
+  assert.ok(createdDuring.length > 0)
+  for (const [i, id] of seen.entries()) {
+    if (i > 0) assert.ok(id > seen[i - 1]!, `ids ascend: ${seen[i - 1]} then ${id}`)
+  }
+  // Every pet that existed before the walk was seen exactly once.
+  const beforeIds = new Set(before.map((p) => p.id))
+  assert.deepEqual(
+    seen.filter((id) => beforeIds.has(id)),
+    before.map((p) => p.id),
+  )
+  // Pets created during the walk were seen too: ids commit in id order across instances, so no
+  // pet can appear behind a page already read.
+  const all = await listAll(instances, key)
+  assert.deepEqual(
+    seen,
+    all.map((p) => p.id),
+  )
+  assert.deepEqual(all, [...before, ...createdDuring].sort(byId))
+})
+
+test('a key revoked through the CLI is refused by every instance on its next request', async (t) => {
+  const url = await freshPostgresUrl(t)
+  const instances = await startThree(t, url)
+  const doomed = await createKey(url, 'doomed')
+  const kept = await createKey(url, 'kept')
+
+  for (const { origin } of instances) {
+    assert.equal((await call(origin, '/v1/pets', doomed.key)).status, 200)
+  }
+  assert.match(await cli(url, 'keys', 'revoke', doomed.id), new RegExp(doomed.id))
+
+  for (const { origin } of instances) {
+    const res = await call(origin, '/v1/pets', doomed.key)
+    assert.equal(res.status, 401, res.text)
+    assert.deepEqual(res.json(), {
+      code: 'unauthorized',
+      message: 'the API key is not valid (unknown, revoked or expired)',
+      status: 401,
+    })
+    assert.equal(
+      res.headers.get('www-authenticate'),
+      'Bearer realm="petstore", error="invalid_token"',
+    )
+    assert.equal((await call(origin, '/v1/pets', kept.key)).status, 200)
+  }
+})
+
+test('an Idempotency-Key claimed through one instance is honoured by the others', async (t) => {
+  const url = await freshPostgresUrl(t)
+  const [a, b, c] = await startThree(t, url)
+  const { key } = await createKey(url, 'idempotency')
+  const body = { name: 'Rex', categoryId: 9, status: 'available' }
+  const post = (origin: string, idempotencyKey: string, payload: unknown = body) =>
+    call(origin, '/v1/pets', key, {
+      method: 'POST',
+      body: payload,
+      headers: { 'idempotency-key': idempotencyKey },
+    })
+
+  const first = await post(a!.origin, 'order-1')
+  assert.equal(first.status, 201, first.text)
+  assert.equal(first.headers.get('idempotent-replayed'), null)
+  const pet = first.json() as Pet
+  for (const { origin } of [b!, c!]) {
+    const replay = await post(origin, 'order-1')
+    assert.equal(replay.status, 201, replay.text)
+    assert.equal(replay.headers.get('idempotent-replayed'), 'true')
+    assert.equal(replay.headers.get('location'), `/v1/pets/${pet.id}`)
+    assert.deepEqual(replay.json(), pet)
+  }
+  const reused = await post(c!.origin, 'order-1', { ...body, name: 'Max' })
+  assert.equal(reused.status, 422, reused.text)
+  assert.equal((reused.json() as { code: string }).code, 'idempotency_key_reused')
+  assert.deepEqual(await listAll([a!, b!, c!], key), [pet])
+
+  // In flight: the test holds the insert lock, so A's create waits inside PostgreSQL with its key
+  // claimed; B is told the key is in progress; once the lock goes, A answers and C replays it.
+  const holder = new pg.Client({ connectionString: url })
+  await holder.connect()
+  t.after(() => holder.end())
+  await holder.query('SELECT pg_advisory_lock($1)', [PET_INSERT_LOCK])
+  const pending = post(a!.origin, 'order-2')
+  for (;;) {
+    const { rows } = await holder.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_locks
+       WHERE locktype = 'advisory' AND NOT granted AND objid = $1`,
+      [PET_INSERT_LOCK],
+    )
+    if (rows[0]!.n > 0) break
+    await sleep(10)
+  }
+  const inProgress = await post(b!.origin, 'order-2')
+  assert.equal(inProgress.status, 409, inProgress.text)
+  assert.deepEqual(inProgress.json(), {
+    code: 'idempotency_key_in_progress',
+    message: 'a request with this Idempotency-Key is still in progress; retry later',
+    status: 409,
+  })
+  await holder.query('SELECT pg_advisory_unlock($1)', [PET_INSERT_LOCK])
+  const second = await pending
+  assert.equal(second.status, 201, second.text)
+  const replayed = await post(c!.origin, 'order-2')
+  assert.equal(replayed.status, 201, replayed.text)
+  assert.equal(replayed.headers.get('idempotent-replayed'), 'true')
+  assert.deepEqual(replayed.json(), second.json())
+  assert.deepEqual(await listAll([c!, a!], key), [pet, second.json()])
+})
+
+/** The RateLimit field's remaining budget, checking the rest of it. */
+function remaining(res: Reply): number {
+  const m = /^"default";r=(\d+);t=(\d+)$/.exec(res.headers.get('ratelimit') ?? '')
+  assert.ok(m, `RateLimit: ${res.headers.get('ratelimit')}`)
+  const t = Number(m[2])
+  assert.ok(t >= 1 && t <= 60, `t=${t}`)
+  return Number(m[1])
+}
+
+test('the rate limit is one budget across instances, kept in Redis by key id', async (t) => {
+  const url = await freshPostgresUrl(t)
+  const instances = await startThree(t, url, { PETSTORE_RATE_LIMIT_MAX: '5' })
+  const limited = await createKey(url, 'limited')
+  const other = await createKey(url, 'other')
+
+  const seen: number[] = []
+  for (let i = 0; i < 5; i++) {
+    const res = await call(instances[i % 3]!.origin, '/v1/pets', limited.key)
+    assert.equal(res.status, 200, res.text)
+    assert.equal(res.headers.get('ratelimit-policy'), '"default";q=5;w=60')
+    seen.push(remaining(res))
+  }
+  assert.deepEqual(seen, [4, 3, 2, 1, 0])
+  for (const { origin } of [instances[2]!, instances[0]!]) {
+    const res = await call(origin, '/v1/pets', limited.key)
+    assert.equal(res.status, 429, res.text)
+    assert.deepEqual(res.json(), {
+      code: 'rate_limited',
+      message: 'rate limit of this API key exceeded',
+      status: 429,
+    })
+    assert.equal(remaining(res), 0)
+    assert.match(res.headers.get('retry-after') ?? '', /^[1-9]\d*$/)
+  }
+  // Another key has a budget of its own.
+  const res = await call(instances[1]!.origin, '/v1/pets', other.key)
+  assert.equal(res.status, 200)
+  assert.equal(remaining(res), 4)
+
+  // One counter per key and policy in Redis, named by the key id, never by the key.
+  const redis = new Redis(REDIS_URL)
+  t.after(() => redis.quit())
+  const names = await redis.keys(`petstore-rl:*${limited.id}*`)
+  assert.equal(names.length, 1, names.join(', '))
+  assert.match(names[0]!, new RegExp(`^petstore-rl:.*default:${limited.id}$`))
+  assert.equal(await redis.get(names[0]!), '7')
+  const all = await redis.keys('petstore-rl:*')
+  assert.ok(!all.some((n) => n.includes(limited.key.slice(17)) || n.includes(other.key.slice(17))))
+})
+
+/** Waits, however long it takes, until `check` holds. */
+async function until(check: () => boolean): Promise<void> {
+  while (!check()) await sleep(20)
+}
+
+/** A TCP proxy of the test's own in front of Redis, which the test can cut and restore. */
+async function redisProxy(t: TestContext) {
+  const sockets = new Set<Socket>()
+  let server: Server | null = null
+  let port = 0
+  const open = async () => {
+    server = createServer((downstream) => {
+      const upstream = connect(6379, '127.0.0.1')
+      sockets.add(downstream).add(upstream)
+      downstream.pipe(upstream).pipe(downstream)
+      for (const s of [downstream, upstream]) {
+        s.on('error', () => undefined)
+        s.on('close', () => {
+          sockets.delete(s)
+          downstream.destroy()
+          upstream.destroy()
+        })
+      }
+    })
+    await new Promise<void>((resolve) => server!.listen(port, '127.0.0.1', resolve))
+    port = (server!.address() as { port: number }).port
+  }
+  const cut = async () => {
+    const closed = new Promise((resolve) => server!.close(resolve))
+    for (const s of sockets) s.destroy()
+    await closed
+  }
+  await open()
+  t.after(() => (server?.listening ? cut() : undefined))
+  return { url: () => `redis://127.0.0.1:${port}`, cut, restore: open }
+}
+
+test('with Redis unreachable, requests are served without a limit, and limits return with it', async (t) => {
+  const url = await freshPostgresUrl(t)
+  const proxy = await redisProxy(t)
+  const instance = await startInstance(t, url, {
+    PETSTORE_RATE_LIMIT_MAX: '2',
+    PETSTORE_REDIS_URL: proxy.url(),
+    PETSTORE_LOG_LEVEL: 'info',
+  })
+  const { key } = await createKey(url, 'outage')
+  const list = () => call(instance.origin, '/v1/pets', key)
+
+  assert.equal(remaining(await list()), 1)
+  await proxy.cut()
+  for (let i = 0; i < 3; i++) {
+    const res = await list()
+    assert.equal(res.status, 200, res.text)
+    assert.equal(res.headers.get('ratelimit-policy'), '"default";q=2;w=60')
+    assert.equal(res.headers.get('ratelimit'), null)
+  }
+  // The client reports the outage once, on its first failed reconnection.
+  await until(() => /rate-limit store \(Redis\) unreachable/.test(instance.stderr()))
+  assert.match(
+    instance.stdout(),
+    /"msg":"rate-limit store unreachable: requests are served unlimited"/,
+  )
+
+  // Back: the counter kept in Redis applies again (ioredis reconnects with its back-off).
+  await proxy.restore()
+  let res = await list()
+  while (res.headers.get('ratelimit') === null) {
+    await sleep(100)
+    res = await list()
+  }
+  assert.equal(res.status, 200)
+  assert.equal(remaining(res), 0)
+  assert.equal((await list()).status, 429)
+  await until(() => /rate-limit store \(Redis\) reachable again/.test(instance.stderr()))
+  assert.match(instance.stdout(), /"msg":"rate-limit store reachable again: limits apply"/)
+})

@@ -1,0 +1,245 @@
+// `petstore serve --workers N` as a real process tree for the tests: start it, read its output
+// (start-up lines and JSON log lines of the primary and of every worker), and call it over fresh
+// connections, so the primary's round robin hands each request to the next worker.
+
+import { type ChildProcess, spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { request as httpRequest } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { TestContext } from 'node:test'
+import { fileURLToPath } from 'node:url'
+
+const MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url))
+
+export interface Exit {
+  code: number | null
+  signal: NodeJS.Signals | null
+}
+
+/** A JSON log line; the primary and the workers write the same shape (pino's). */
+export interface LogLine {
+  level: number
+  pid: number
+  msg: string
+  [field: string]: unknown
+}
+
+export interface ServiceProcess {
+  child: ChildProcess
+  /** The primary's pid (the only process when serving alone). */
+  pid: number
+  port: number
+  stdout(): string
+  stderr(): string
+  /** Every stdout line that is a JSON log line, in order. */
+  logLines(): LogLine[]
+  /** Resolves once stdout satisfies `check`; rejects if the process ends first. */
+  waitFor(check: RegExp | ((stdout: string) => boolean)): Promise<void>
+  exited: Promise<Exit>
+}
+
+/** The test's environment without any setting of the service, so only what a test sets applies. */
+function baseEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {}
+  for (const [name, value] of Object.entries(process.env)) {
+    if (!name.startsWith('PETSTORE_') && name !== 'PORT' && name !== 'HOST') env[name] = value
+  }
+  return env
+}
+
+export function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+export function parseLogLines(text: string): LogLine[] {
+  const lines: LogLine[] = []
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('{')) continue
+    try {
+      lines.push(JSON.parse(line) as LogLine)
+    } catch {
+      // Not a whole JSON line: the test's assertions say what they need from the others.
+    }
+  }
+  return lines
+}
+
+/** Pids of the workers that announced they listen, in the order they did. */
+export function listeningWorkerPids(lines: LogLine[]): number[] {
+  return lines.filter((l) => l.msg === 'worker listening').map((l) => l.workerPid as number)
+}
+
+/**
+ * A temp dir and the services started in it, on a SQLite file there unless a test's environment
+ * names another database. After `t`, every process still running, workers included, is killed,
+ * and the dir removed.
+ */
+export function serviceHarness(t: TestContext) {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-workers-'))
+  const services: ServiceProcess[] = []
+  t.after(async () => {
+    for (const s of services) {
+      const pids = [s.pid, ...listeningWorkerPids(s.logLines())]
+      for (const pid of pids) if (isRunning(pid)) process.kill(pid, 'SIGKILL')
+    }
+    await Promise.all(services.map((s) => s.exited))
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  /** Spawns `petstore <args>` with the test's settings; resolves once it has spawned. */
+  const spawnService = (args: string[], env: Record<string, string>): ServiceProcess => {
+    const child = spawn(process.execPath, [MAIN, ...args], {
+      cwd: dir,
+      env: {
+        ...baseEnv(),
+        PORT: '0',
+        HOST: '127.0.0.1',
+        PETSTORE_DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`,
+        PETSTORE_DRAIN_DELAY: '0s',
+        PETSTORE_METRICS_PORT: 'off',
+        PETSTORE_LOG_FORMAT: 'json',
+        PETSTORE_RATE_LIMIT_MAX: '100000000',
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let out = ''
+    let err = ''
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      out += chunk
+    })
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+      err += chunk
+    })
+    // 'close' comes after the output streams end, so nothing printed is missed.
+    const exited = new Promise<Exit>((resolve) =>
+      child.once('close', (code, signal) => resolve({ code, signal })),
+    )
+    const waitFor = (check: RegExp | ((stdout: string) => boolean)) =>
+      new Promise<void>((resolve, reject) => {
+        const met = () => (check instanceof RegExp ? check.test(out) : check(out))
+        const onData = () => {
+          if (!met()) return
+          cleanup()
+          resolve()
+        }
+        const onClose = () => {
+          cleanup()
+          reject(new Error(`service ended before ${check}\nstdout:\n${out}\nstderr:\n${err}`))
+        }
+        const cleanup = () => {
+          child.stdout!.off('data', onData)
+          child.off('close', onClose)
+        }
+        child.stdout!.on('data', onData)
+        child.once('close', onClose)
+        onData()
+      })
+    const service: ServiceProcess = {
+      child,
+      pid: child.pid!,
+      port: 0,
+      stdout: () => out,
+      stderr: () => err,
+      logLines: () => parseLogLines(out),
+      waitFor,
+      exited,
+    }
+    services.push(service)
+    return service
+  }
+
+  /** Starts `petstore serve <args>` and waits for its listening line. */
+  const start = async (
+    args: string[],
+    env: Record<string, string> = {},
+  ): Promise<ServiceProcess> => {
+    const service = spawnService(['serve', ...args], env)
+    const listening =
+      /^petstore listening on http:\/\/127\.0\.0\.1:(\d+) \(store: [a-z]+(, workers: \d+)?\)$/m
+    await service.waitFor(listening)
+    service.port = Number(listening.exec(service.stdout())![1])
+    return service
+  }
+
+  /** Runs `petstore <args>` to its end. */
+  const run = async (args: string[], env: Record<string, string> = {}) => {
+    const service = spawnService(args, env)
+    const exit = await service.exited
+    return { ...exit, stdout: service.stdout(), stderr: service.stderr() }
+  }
+
+  return { dir, start, run }
+}
+
+export interface Reply {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  body: string
+}
+
+/** One request on a connection of its own (no keep-alive), so each is handed out anew. */
+export function call(
+  port: number,
+  opts: {
+    method?: string
+    path: string
+    key?: string
+    body?: string
+    headers?: Record<string, string>
+  },
+): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { ...opts.headers }
+    if (opts.key !== undefined) headers.authorization = `Bearer ${opts.key}`
+    if (opts.body !== undefined) headers['content-type'] = 'application/json'
+    const req = httpRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        method: opts.method ?? 'GET',
+        path: opts.path,
+        headers,
+        agent: false,
+      },
+      (res) => {
+        let body = ''
+        res.setEncoding('utf8')
+        res.on('data', (chunk: string) => {
+          body += chunk
+        })
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }))
+        res.on('error', reject)
+      },
+    )
+    req.on('error', reject)
+    req.end(opts.body)
+  })
+}
+
+export interface Pet {
+  id: number
+  name: string
+  categoryId: number
+  status?: string
+}
+
+/** Every pet, walking `Link: <...>; rel="next"` from a first page of 100 (ids stay below 2^53). */
+export async function listAllPets(port: number, key: string): Promise<Pet[]> {
+  const pets: Pet[] = []
+  let path: string | null = '/v1/pets?limit=100'
+  while (path !== null) {
+    const res: Reply = await call(port, { path, key })
+    if (res.status !== 200) throw new Error(`listPets answered ${res.status}: ${res.body}`)
+    pets.push(...(JSON.parse(res.body) as Pet[]))
+    const next = /<https?:\/\/[^/]+([^>]+)>;\s*rel="next"/.exec(String(res.headers.link ?? ''))
+    path = next ? next[1]! : null
+  }
+  return pets
+}
