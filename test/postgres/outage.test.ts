@@ -471,7 +471,11 @@ async function outageUnderLoad(t: TestContext, fault: Fault): Promise<void> {
   await until('creates succeed under load', () => load.count(201) >= 30)
 
   // Cut, while a create holds the insert lock.
-  await proxy.cutOnceInsertLockRequested(fault)
+  let cut = false
+  void proxy.cutOnceInsertLockRequested(fault).then(() => {
+    cut = true
+  })
+  await until('a create asks for the insert lock, and the line is cut', () => cut)
   await until('creates fail during the outage', () => load.count(503) >= 6)
 
   const ready = await call(service, 'GET', '/readyz')
