@@ -71,11 +71,14 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
       }
       const page = await service.listPage(query)
       if (page.nextCursor !== null) {
-        const params = new URLSearchParams({ limit: String(query.limit) })
-        if (query.status) params.set('status', query.status)
-        params.set('cursor', page.nextCursor)
+        // Every part is URL-safe as it stands (an integer, a status name, a base64url cursor), so
+        // the query is joined as a string rather than through URLSearchParams, on every page.
+        const status = query.status ? `&status=${query.status}` : ''
         const origin = requestOrigin(request, opts.fallbackOrigin)
-        reply.header('link', `<${origin}/v1/pets?${params}>; rel="next"`)
+        reply.header(
+          'link',
+          `<${origin}/v1/pets?limit=${query.limit}${status}&cursor=${page.nextCursor}>; rel="next"`,
+        )
       }
       return page.pets
     },

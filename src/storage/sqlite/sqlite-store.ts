@@ -16,12 +16,8 @@ import type {
 import { WriteBatcher } from '../write-batcher.js'
 import { migrateSqlite } from './migrate.js'
 
-interface PetRow {
-  id: bigint
-  name: string
-  category_id: bigint
-  status: PetStatus | null
-}
+/** A pets row as an array (`id, name, category_id, status`): the statements run in raw mode. */
+type PetRow = [id: bigint, name: string, categoryId: bigint, status: PetStatus | null]
 
 interface ApiKeyRow {
   id: string
@@ -44,10 +40,13 @@ interface CreateItem {
   completes: IdempotencyRef | undefined
 }
 
+// Rows come as arrays rather than objects: better-sqlite3 builds a row object property by
+// property, which was the largest single cost of a list request in the CPU profile.
 const toPet = (row: PetRow): Pet => {
-  const pet: Pet = { id: row.id, name: row.name, categoryId: row.category_id }
-  if (row.status !== null) pet.status = row.status
-  return pet
+  const status = row[3]
+  return status === null
+    ? { id: row[0], name: row[1], categoryId: row[2] }
+    : { id: row[0], name: row[1], categoryId: row[2], status }
 }
 
 const toDate = (ms: bigint | null): Date | null => (ms === null ? null : new Date(Number(ms)))
@@ -95,21 +94,29 @@ export class SqliteStore implements Store {
   constructor(private readonly db: Database.Database) {
     db.defaultSafeIntegers(true)
     this.statements = {
-      firstPage: db.prepare<[number], PetRow>(
-        'SELECT id, name, category_id, status FROM pets ORDER BY id LIMIT ?',
-      ),
-      pageAfter: db.prepare<[bigint, number], PetRow>(
-        'SELECT id, name, category_id, status FROM pets WHERE id > ? ORDER BY id LIMIT ?',
-      ),
-      firstPageByStatus: db.prepare<[string, number], PetRow>(
-        'SELECT id, name, category_id, status FROM pets WHERE status = ? ORDER BY id LIMIT ?',
-      ),
-      pageAfterByStatus: db.prepare<[string, bigint, number], PetRow>(
-        'SELECT id, name, category_id, status FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?',
-      ),
-      getPet: db.prepare<[bigint], PetRow>(
-        'SELECT id, name, category_id, status FROM pets WHERE id = ?',
-      ),
+      firstPage: db
+        .prepare<[number], PetRow>(
+          'SELECT id, name, category_id, status FROM pets ORDER BY id LIMIT ?',
+        )
+        .raw(true),
+      pageAfter: db
+        .prepare<[bigint, number], PetRow>(
+          'SELECT id, name, category_id, status FROM pets WHERE id > ? ORDER BY id LIMIT ?',
+        )
+        .raw(true),
+      firstPageByStatus: db
+        .prepare<[string, number], PetRow>(
+          'SELECT id, name, category_id, status FROM pets WHERE status = ? ORDER BY id LIMIT ?',
+        )
+        .raw(true),
+      pageAfterByStatus: db
+        .prepare<[string, bigint, number], PetRow>(
+          'SELECT id, name, category_id, status FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?',
+        )
+        .raw(true),
+      getPet: db
+        .prepare<[bigint], PetRow>('SELECT id, name, category_id, status FROM pets WHERE id = ?')
+        .raw(true),
       insertPet: db.prepare<[string, bigint, string | null, number], { id: bigint }>(
         'INSERT INTO pets (name, category_id, status, created_at) VALUES (?, ?, ?, ?) RETURNING id',
       ),

@@ -1,0 +1,177 @@
+// The two servers of `npm run bench` as child processes: the baseline and the real service
+// (`node dist/cli/main.js serve`), each pinned to one core with taskset, plus the CLI steps that
+// prepare the service's store (seed, keys create).
+import { type ChildProcess, spawn } from 'node:child_process'
+import { closeSync, openSync, readFileSync } from 'node:fs'
+import { request } from 'node:http'
+import { createServer } from 'node:net'
+import { join, resolve } from 'node:path'
+
+export const ROOT = resolve(import.meta.dirname, '..')
+const CLI = join(ROOT, 'dist', 'cli', 'main.js')
+
+export interface Running {
+  child: ChildProcess
+  port: number
+  /** Process start to the first `/readyz` 200 (the service) or the `listening` line (baseline). */
+  startupMs: number
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const s = createServer()
+    s.once('error', fail)
+    s.listen(0, '127.0.0.1', () => {
+      const address = s.address()
+      const port = typeof address === 'object' && address ? address.port : 0
+      s.close(() => ok(port))
+    })
+  })
+}
+
+/** The service's environment: only what the bench sets, never the caller's PETSTORE_* settings. */
+export function serviceEnv(dir: string, port: number): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {}
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('PETSTORE_')) env[k] = v
+  return {
+    ...env,
+    NODE_ENV: 'production',
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    PETSTORE_DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`,
+    // Rate limiting stays on (every request is counted) but the bench never reaches the limit.
+    PETSTORE_RATE_LIMIT_MAX: '100000000',
+    PETSTORE_LOG_LEVEL: 'info',
+    PETSTORE_LOG_FORMAT: 'json',
+    PETSTORE_METRICS_PORT: 'off',
+    PETSTORE_DRAIN_DELAY: '0s',
+  }
+}
+
+function cli(args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<string> {
+  return new Promise((ok, fail) => {
+    const child = spawn(process.execPath, [CLI, ...args], {
+      env,
+      cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let out = ''
+    let err = ''
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString()
+    })
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString()
+    })
+    child.on('error', fail)
+    child.on('close', (code) =>
+      code === 0 ? ok(out) : fail(new Error(`petstore ${args.join(' ')} exited ${code}: ${err}`)),
+    )
+  })
+}
+
+/** Seeds the store (its own process, as an operator would) and returns the wall time in ms. */
+export async function seed(dir: string, pets: number): Promise<number> {
+  const started = performance.now()
+  await cli(['seed', '--count', String(pets)], serviceEnv(dir, 0), dir)
+  return performance.now() - started
+}
+
+export async function createKey(dir: string): Promise<string> {
+  const out = await cli(['keys', 'create', '--name', 'bench'], serviceEnv(dir, 0), dir)
+  const key = out.trim().split('\n').at(-1)?.trim() ?? ''
+  if (!/^pet_[0-9a-f]{12}_[A-Za-z0-9_-]{43}$/.test(key)) throw new Error(`no key in: ${out}`)
+  return key
+}
+
+function status(port: number, path: string): Promise<number> {
+  return new Promise((ok) => {
+    const req = request({ host: '127.0.0.1', port, path, agent: false }, (res) => {
+      res.resume()
+      res.on('end', () => ok(res.statusCode ?? 0))
+    })
+    req.on('error', () => ok(0))
+    req.end()
+  })
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+function exited(child: ChildProcess): Promise<never> {
+  return new Promise((_, fail) =>
+    child.once('exit', (code) => fail(new Error(`server exited early (${code})`))),
+  )
+}
+
+/**
+ * Starts the service pinned to `cpu`, its log (JSON, one line per request, as in production)
+ * appended to `logFile`, and waits for `/readyz` to answer 200, polling every 2 ms.
+ */
+export async function startService(dir: string, cpu: number, logFile: string): Promise<Running> {
+  const port = await freePort()
+  const log = openSync(logFile, 'a')
+  const started = performance.now()
+  const child = spawn('taskset', ['-c', String(cpu), process.execPath, CLI, 'serve'], {
+    env: serviceEnv(dir, port),
+    cwd: dir,
+    stdio: ['ignore', log, log],
+  })
+  closeSync(log)
+  const died = exited(child)
+  died.catch(() => {})
+  for (;;) {
+    if ((await Promise.race([status(port, '/readyz'), died])) === 200) break
+    await sleep(2)
+  }
+  return { child, port, startupMs: performance.now() - started }
+}
+
+export async function startBaseline(cpu: number, key: string): Promise<Running> {
+  const port = await freePort()
+  const started = performance.now()
+  const script = join(ROOT, 'bench', 'baseline-server.ts')
+  const child = spawn(
+    'taskset',
+    ['-c', String(cpu), process.execPath, '--import', 'tsx', script, String(port), key],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
+  )
+  const died = exited(child)
+  died.catch(() => {})
+  await Promise.race([
+    new Promise<void>((ok) => {
+      let out = ''
+      child.stdout?.on('data', (d: Buffer) => {
+        out += d.toString()
+        if (out.includes('listening')) ok()
+      })
+    }),
+    died,
+  ])
+  return { child, port, startupMs: performance.now() - started }
+}
+
+/** Peak resident set size (VmHWM) of a running process, in MB. */
+export function peakRssMb(pid: number): number {
+  const m = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+  if (!m) throw new Error(`no VmHWM for process ${pid}`)
+  return Number(m[1]) / 1024
+}
+
+export function stop(r: Running): Promise<void> {
+  return new Promise((ok) => {
+    if (r.child.exitCode !== null || r.child.signalCode !== null) return ok()
+    const timer = setTimeout(() => r.child.kill('SIGKILL'), 10_000)
+    r.child.once('exit', () => {
+      clearTimeout(timer)
+      ok()
+    })
+    r.child.kill('SIGTERM')
+  })
+}
+
+/** CPU seconds (user + system) a process has used so far; clock ticks are 1/100 s on Linux. */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(fields[11]) + Number(fields[12])) / 100
+}
