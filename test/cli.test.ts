@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
+import { baseEnv } from './support/process.js'
 
 const MAIN = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url))
 const KEY_PATTERN = /^pet_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$/
@@ -40,15 +41,6 @@ interface CreatedKey {
   id: string
   secret: string
   stdout: string
-}
-
-/** The test's environment without any setting of the service, so only what a test sets applies. */
-function baseEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [name, value] of Object.entries(process.env)) {
-    if (!name.startsWith('PETSTORE_') && name !== 'PORT' && name !== 'HOST') env[name] = value
-  }
-  return env
 }
 
 /**

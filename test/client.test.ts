@@ -24,6 +24,7 @@ import {
   SCHEMA_PATH,
   servedDocument,
 } from '../scripts/generate-client.js'
+import { baseEnv } from './support/process.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const MAIN = join(ROOT, 'dist', 'cli', 'main.js')
@@ -45,15 +46,6 @@ interface Exit {
 interface Output extends Exit {
   stdout: string
   stderr: string
-}
-
-/** The test's environment without any setting of the service, so only what a test sets applies. */
-function baseEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [name, value] of Object.entries(process.env)) {
-    if (!name.startsWith('PETSTORE_') && name !== 'PORT' && name !== 'HOST') env[name] = value
-  }
-  return env
 }
 
 function collect(child: ChildProcess): { output: Output; exited: Promise<Output> } {

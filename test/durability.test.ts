@@ -11,6 +11,7 @@ import { describe, type TestContext, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { parse } from 'lossless-json'
+import { baseEnv } from './support/process.js'
 
 const MAIN = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url))
 const KEY = 'durability-test-key-0123456789'
@@ -29,15 +30,6 @@ interface ServerProcess {
   stderr(): string
   waitForOutput(pattern: RegExp): Promise<void>
   exited: Promise<Exit>
-}
-
-/** The test's environment without any setting of the service, so only what a test sets applies. */
-function baseEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [name, value] of Object.entries(process.env)) {
-    if (!name.startsWith('PETSTORE_') && name !== 'PORT' && name !== 'HOST') env[name] = value
-  }
-  return env
 }
 
 /** A temp dir and the servers started in it; every server is killed and the dir removed after. */

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url'
 import { configWith } from '../src/config.js'
 import { isPretty, loggerOptions } from '../src/observability/logging.js'
 import { tempDir } from './support/app.js'
+import { baseEnv } from './support/process.js'
 
 const MAIN = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url))
 const KEY = /pet_[0-9a-f]{12}_[A-Za-z0-9_-]{43}/
@@ -15,15 +16,6 @@ const KEY = /pet_[0-9a-f]{12}_[A-Za-z0-9_-]{43}/
 interface Exit {
   code: number | null
   signal: NodeJS.Signals | null
-}
-
-/** The test's environment without any setting of the service, so only what a test sets applies. */
-function baseEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [name, value] of Object.entries(process.env)) {
-    if (!name.startsWith('PETSTORE_') && name !== 'PORT' && name !== 'HOST') env[name] = value
-  }
-  return env
 }
 
 function launch(t: TestContext, dir: string, args: string[], env: Record<string, string>) {

@@ -11,6 +11,7 @@ import { Metrics } from '../src/observability/metrics.js'
 import { startServer } from '../src/server.js'
 import { openSqliteStore } from '../src/storage/sqlite/sqlite-store.js'
 import { tempDir } from './support/app.js'
+import { baseEnv } from './support/process.js'
 
 const MAIN = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url))
 const PROMETHEUS_TEXT = 'text/plain; version=0.0.4; charset=utf-8'
@@ -34,15 +35,6 @@ const DURATION_BUCKETS = [
 interface Exit {
   code: number | null
   signal: NodeJS.Signals | null
-}
-
-/** The test's environment without any setting of the service, so only what a test sets applies. */
-function baseEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [name, value] of Object.entries(process.env)) {
-    if (!name.startsWith('PETSTORE_') && name !== 'PORT' && name !== 'HOST') env[name] = value
-  }
-  return env
 }
 
 /** Runs the CLI in `dir`; the child is killed after the test if it is still running. */

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url'
 import { progressReporter } from '../src/cli/seed.js'
 import { openSqliteStore } from '../src/storage/sqlite/sqlite-store.js'
 import type { Pet, PetStatus } from '../src/storage/store.js'
+import { baseEnv } from './support/process.js'
 
 const MAIN = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url))
 const SUMMARY = /^seeded (\d+) pets in \d+\.\d{2}s \(\d+ pets\/s\)\n$/
@@ -20,15 +21,6 @@ interface RunResult {
   code: number | null
   stdout: string
   stderr: string
-}
-
-/** The test's environment without any setting of the service, so only what a test sets applies. */
-function baseEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [name, value] of Object.entries(process.env)) {
-    if (!name.startsWith('PETSTORE_') && name !== 'PORT' && name !== 'HOST') env[name] = value
-  }
-  return env
 }
 
 function workspace(t: TestContext) {

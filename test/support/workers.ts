@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { TestContext } from 'node:test'
 import { fileURLToPath } from 'node:url'
+import { baseEnv } from './process.js'
 
 const MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url))
 
@@ -37,15 +38,6 @@ export interface ServiceProcess {
   /** Resolves once stdout satisfies `check`; rejects if the process ends first. */
   waitFor(check: RegExp | ((stdout: string) => boolean)): Promise<void>
   exited: Promise<Exit>
-}
-
-/** The test's environment without any setting of the service, so only what a test sets applies. */
-function baseEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [name, value] of Object.entries(process.env)) {
-    if (!name.startsWith('PETSTORE_') && name !== 'PORT' && name !== 'HOST') env[name] = value
-  }
-  return env
 }
 
 export function isRunning(pid: number): boolean {

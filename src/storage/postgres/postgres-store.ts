@@ -2,6 +2,7 @@
 import { Kysely, Migrator, PostgresDialect, sql } from 'kysely'
 import pg from 'pg'
 import { ApiError } from '../../errors.js'
+import { type ApiKeyRow, toApiKey } from '../api-key-row.js'
 import { AsyncWriteBatcher } from '../async-write-batcher.js'
 import type {
   ApiKeyRecord,
@@ -32,15 +33,6 @@ interface PetRow {
   status: PetStatus | null
 }
 
-interface ApiKeyRow {
-  id: string
-  name: string
-  secret_hash: Buffer
-  created_at: bigint
-  expires_at: bigint | null
-  revoked_at: bigint | null
-}
-
 interface CreateItem {
   pet: NewPet
   completes: IdempotencyRef | undefined
@@ -65,17 +57,6 @@ const toPet = (row: PetRow): Pet => {
   if (row.status !== null) pet.status = row.status
   return pet
 }
-
-const toDate = (ms: bigint | null): Date | null => (ms === null ? null : new Date(Number(ms)))
-
-const toApiKey = (row: ApiKeyRow): ApiKeyRecord => ({
-  id: row.id,
-  name: row.name,
-  secretHash: row.secret_hash,
-  createdAt: new Date(Number(row.created_at)),
-  expiresAt: toDate(row.expires_at),
-  revokedAt: toDate(row.revoked_at),
-})
 
 /**
  * A failure of the database's availability (no connection, a timeout, the server shutting down)

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
+import { type ApiKeyRow, toApiKey } from '../api-key-row.js'
 import type {
   ApiKeyRecord,
   IdempotencyClaim,
@@ -18,15 +19,6 @@ import { migrateSqlite } from './migrate.js'
 
 /** A pets row as an array (`id, name, category_id, status`): the statements run in raw mode. */
 type PetRow = [id: bigint, name: string, categoryId: bigint, status: PetStatus | null]
-
-interface ApiKeyRow {
-  id: string
-  name: string
-  secret_hash: Buffer
-  created_at: bigint
-  expires_at: bigint | null
-  revoked_at: bigint | null
-}
 
 interface IdempotencyRow {
   request_hash: string
@@ -48,17 +40,6 @@ const toPet = (row: PetRow): Pet => {
     ? { id: row[0], name: row[1], categoryId: row[2] }
     : { id: row[0], name: row[1], categoryId: row[2], status }
 }
-
-const toDate = (ms: bigint | null): Date | null => (ms === null ? null : new Date(Number(ms)))
-
-const toApiKey = (row: ApiKeyRow): ApiKeyRecord => ({
-  id: row.id,
-  name: row.name,
-  secretHash: row.secret_hash,
-  createdAt: new Date(Number(row.created_at)),
-  expiresAt: toDate(row.expires_at),
-  revokedAt: toDate(row.revoked_at),
-})
 
 function openDatabase(path: string): Database.Database {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
