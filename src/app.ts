@@ -112,7 +112,10 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   const isDraining = deps.isDraining ?? (() => false)
   const deprecation = deprecationHeaders(config.deprecatedAt)
+  app.decorateRequest('dataVersion', undefined)
   app.addHook('onRequest', async (request, reply) => {
+    // Read once, first: every cache this request consults is checked against the same moment.
+    request.dataVersion = store.dataVersion?.()
     reply.header('x-request-id', request.id)
     reply.header('cache-control', 'no-store')
     reply.headers(transport)

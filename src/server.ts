@@ -1,7 +1,7 @@
 // Runs the service: config → storage → app → listen; SIGTERM and SIGINT drain and exit 0.
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import { buildApp } from './app.js'
 import { createApiKey } from './auth/api-keys.js'
 import { type Clock, clockStartingAt, systemClock } from './clock.js'
@@ -40,6 +40,8 @@ const REDIS_COMMAND_TIMEOUT_MS = 1000
  * failure, so the first requests are already counted; Redis being down does not stop the start.
  */
 export async function openRedis(url: string, err: NodeJS.WritableStream): Promise<Redis> {
+  // Loaded only when asked for: most deployments count in memory.
+  const { Redis } = await import('ioredis')
   const redis = new Redis(url, {
     connectTimeout: REDIS_CONNECT_TIMEOUT_MS,
     commandTimeout: REDIS_COMMAND_TIMEOUT_MS,

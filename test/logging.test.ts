@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { configWith } from '../src/config.js'
+import { LogDestination } from '../src/observability/log-destination.js'
 import { isPretty, loggerOptions } from '../src/observability/logging.js'
 import { tempDir } from './support/app.js'
 import { baseEnv } from './support/process.js'
@@ -262,9 +263,9 @@ describe('log format choice', () => {
     assert.equal(isPretty('pretty', false), true)
     assert.equal(isPretty('json', true), false)
     const json = loggerOptions(configWith({ logFormat: 'auto' }), { isTTY: false })
-    assert.equal(json.stream, undefined)
+    assert.ok(json.stream instanceof LogDestination)
     const pretty = loggerOptions(configWith({ logFormat: 'auto' }), { isTTY: true })
-    assert.notEqual(pretty.stream, undefined)
+    assert.ok(pretty.stream !== undefined && !(pretty.stream instanceof LogDestination))
     // Both censor the Authorization header, should anything ever log request headers.
     assert.deepEqual(json.redact, pretty.redact)
   })

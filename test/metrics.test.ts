@@ -212,7 +212,8 @@ describe('metrics of a running service', () => {
       'petstore_rate_limit_rejections_total{policy="auth-failures"} 1',
     ])
     assert.deepEqual(samples(text, 'petstore_storage_connections'), [
-      'petstore_storage_connections{state="in_use"} 1',
+      // The main connection and the writer thread's (started by the creates above).
+      'petstore_storage_connections{state="in_use"} 2',
       'petstore_storage_connections{state="idle"} 0',
       'petstore_storage_connections{state="waiting"} 0',
     ])

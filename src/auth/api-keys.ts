@@ -41,9 +41,28 @@ export async function createApiKey(
   return created
 }
 
+/** Keys remembered at most; past it the memory starts afresh (only keys that matched get in). */
+const MAX_REMEMBERED_KEYS = 10_000
+
+interface Remembered {
+  /** The store's dataVersion when the record was read; -1 for configured keys, which never change. */
+  version: number
+  identity: AuthenticatedKey
+  /** null for a configured key (always active). */
+  record: ApiKeyRecord | null
+}
+
 /** Checks presented keys against stored keys and against keys given in configuration. */
 export class ApiKeyVerifier {
   private readonly configuredKeys: { hash: Buffer; identity: AuthenticatedKey }[]
+  /**
+   * Keys that matched, by the presented text, so that a client's next request skips the lookup
+   * and the hashing. An entry from a stored key holds only while the store's dataVersion is the
+   * one it was read at: any commit anywhere (a revocation by `petstore keys revoke` in another
+   * process included) sends the next request back to the database. Without a version (PostgreSQL)
+   * the store is asked on every request.
+   */
+  private readonly remembered = new Map<string, Remembered>()
 
   constructor(
     private readonly store: Store,
@@ -56,12 +75,23 @@ export class ApiKeyVerifier {
     }))
   }
 
-  async verify(presented: string): Promise<AuthenticatedKey | null> {
+  /** `version`: the store's dataVersion as the request began (remembered keys hold only at it). */
+  async verify(presented: string, version?: number): Promise<AuthenticatedKey | null> {
+    const known = this.remembered.get(presented)
+    if (
+      known !== undefined &&
+      (known.version === -1 || known.version === version) &&
+      (known.record === null || this.isActive(known.record))
+    ) {
+      return known.identity
+    }
     const m = KEY_PATTERN.exec(presented)
     if (m) {
       const record = await this.store.findApiKey(m[1]!)
       if (record && timingSafeEqual(record.secretHash, sha256(m[2]!)) && this.isActive(record)) {
-        return { id: record.id, name: record.name }
+        const identity = { id: record.id, name: record.name }
+        if (version !== undefined) this.remember(presented, { version, identity, record })
+        return identity
       }
     }
     // Hashing first makes every comparison the same length, so timingSafeEqual applies.
@@ -70,7 +100,13 @@ export class ApiKeyVerifier {
     for (const k of this.configuredKeys) {
       if (timingSafeEqual(k.hash, hash)) match = k.identity
     }
+    if (match !== null) this.remember(presented, { version: -1, identity: match, record: null })
     return match
+  }
+
+  private remember(presented: string, entry: Remembered): void {
+    if (this.remembered.size >= MAX_REMEMBERED_KEYS) this.remembered.clear()
+    this.remembered.set(presented, entry)
   }
 
   private isActive(record: ApiKeyRecord): boolean {

@@ -114,7 +114,7 @@ export async function registerAuth(app: FastifyInstance, opts: AuthOptions): Pro
   app.addHook('onRequest', async (request, reply) => {
     if (!requiresAuth(request)) return
     const token = bearerToken(request.headers.authorization)
-    const key = token ? await opts.verifier.verify(token) : null
+    const key = token ? await opts.verifier.verify(token, request.dataVersion) : null
     if (key === null) {
       const failures = await count(perAddressLimiter, request)
       setRateLimitFields(reply, 'auth-failures', opts.authFailureLimit, failures)

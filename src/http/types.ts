@@ -5,6 +5,11 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The API key that authenticated this request; null on public routes and before auth. */
     apiKey: AuthenticatedKey | null
+    /**
+     * The store's dataVersion read as the request began (undefined when the store has none):
+     * results cached at this version are what the database holds for this request.
+     */
+    dataVersion: number | undefined
   }
   interface FastifyContextConfig {
     /** Reachable without an API key. */

@@ -1,11 +1,12 @@
 // The three operations of the interface, plus the order path it refers to without defining.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
 import type { NewPet as NewPetRecord } from '../storage/store.js'
 import { type DeprecatedCallCounter, isSunset } from './deprecation.js'
+import { type CachedPage, PageCache } from './page-cache.js'
 import { errorResponse, headers, withHeaders } from './responses.js'
 import { ListPetsQuery, NewPet, Pet, PetIdParams, Pets } from './schemas.js'
 import type { PetService } from './service.js'
@@ -16,6 +17,13 @@ export interface PetRoutesOptions {
   deprecatedCalls: DeprecatedCallCounter
   /** Origin used in next-page links when the request's Host cannot be trusted to form a URL. */
   fallbackOrigin: string
+}
+
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
+
+/** A body already serialized: a string with a JSON content type is sent as it is. */
+function sendSerialized(reply: FastifyReply, body: string): FastifyReply {
+  return reply.type(JSON_CONTENT_TYPE).send(body)
 }
 
 const SAFE_HOST = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/
@@ -40,6 +48,7 @@ const IdempotencyHeaders = Type.Object({
 export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>()
   const { service, clock, deprecatedCalls } = opts
+  const pages = new PageCache()
 
   r.get(
     '/v1/pets',
@@ -69,7 +78,15 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
         status?: NewPetRecord['status']
         cursor?: string
       }
-      const page = await service.listPage(query)
+      const version = request.dataVersion
+      const key = PageCache.key(query.limit, query.status, query.cursor)
+      let page: CachedPage | undefined = version === undefined ? undefined : pages.get(key, version)
+      if (page === undefined) {
+        const found = await service.listPage(query)
+        // The route's own 200 serializer, so a cached page is byte for byte a fresh one.
+        page = { body: reply.serialize(found.pets) as string, nextCursor: found.nextCursor }
+        if (version !== undefined) pages.set(key, version, page)
+      }
       if (page.nextCursor !== null) {
         // Every part is URL-safe as it stands (an integer, a status name, a base64url cursor), so
         // the query is joined as a string rather than through URLSearchParams, on every page.
@@ -80,7 +97,7 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
           `<${origin}/v1/pets?limit=${query.limit}${status}&cursor=${page.nextCursor}>; rel="next"`,
         )
       }
-      return page.pets
+      return sendSerialized(reply, page.body)
     },
   )
 

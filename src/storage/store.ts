@@ -77,6 +77,13 @@ export interface Store {
   /** Resolves when the database answers; rejects otherwise. */
   ping(): Promise<void>
   close(): Promise<void>
+  /**
+   * A number that changes whenever committed data may have changed, whoever committed it: this
+   * process, another connection, another process. Cheap and synchronous, so that results can be
+   * cached and checked on every request. Adapters that cannot tell leave it out, and nothing is
+   * cached over them.
+   */
+  dataVersion?(): number
   /** Usage figures for metrics, read at each scrape; adapters without them leave this out. */
   stats?(): StoreStats
   /** Calls the listener with the size of each group commit; for adapters that batch writes. */

@@ -1,72 +1,22 @@
 import type Database from 'better-sqlite3'
-import {
-  CompiledQuery,
-  type DatabaseConnection,
-  type DialectAdapter,
-  type Driver,
-  Kysely,
-  type MigrationResultSet,
-  Migrator,
-  SqliteAdapter,
-  SqliteDialect,
-  type SqliteDialectConfig,
-  SqliteDriver,
-} from 'kysely'
-import { sqliteMigrations } from './migrations.js'
+import { SQLITE_MIGRATION_NAMES } from './migration-names.js'
+
+/** True when Kysely's bookkeeping table lists every migration this version knows. */
+function appliedAll(db: Database.Database): boolean {
+  const bookkeeping = db
+    .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'kysely_migration'")
+    .get()
+  if (bookkeeping === undefined) return false
+  const applied = new Set(db.prepare('SELECT name FROM kysely_migration').pluck().all())
+  return SQLITE_MIGRATION_NAMES.every((name) => applied.has(name))
+}
 
 /**
- * Kysely's SQLite migrator neither locks nor uses a transaction (it assumes one process), so two
- * processes starting at once on a new file could both apply a migration ("table already exists").
- * Here all pending migrations run in one transaction that takes SQLite's write lock as it begins,
- * before the applied ones are read: another process waits for it (busy_timeout), then finds them
- * applied. A plain BEGIN would read first and fail with "database is locked" when it tried to write.
+ * Brings the schema up to date and returns the names of the migrations it applied; several
+ * processes may do it at once on one file (see migrate-with-kysely.ts).
  */
-class TransactionalSqliteAdapter extends SqliteAdapter {
-  override get supportsTransactionalDdl(): boolean {
-    return true
-  }
-}
-
-class ImmediateSqliteDriver extends SqliteDriver {
-  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin immediate'))
-  }
-}
-
-class MigrationSqliteDialect extends SqliteDialect {
-  constructor(private readonly config: SqliteDialectConfig) {
-    super(config)
-  }
-
-  override createDriver(): Driver {
-    return new ImmediateSqliteDriver(this.config)
-  }
-
-  override createAdapter(): DialectAdapter {
-    return new TransactionalSqliteAdapter()
-  }
-}
-
-/** Brings the database schema up to date; several processes may do it at once on one file. */
-export async function migrateSqlite(database: Database.Database): Promise<string[]> {
-  // The dialect closes its database when Kysely is destroyed; the caller keeps using this one.
-  const keepOpen = new Proxy(database, {
-    get: (target, prop) => {
-      if (prop === 'close') return () => target
-      const value = Reflect.get(target, prop, target)
-      return typeof value === 'function' ? value.bind(target) : value
-    },
-  })
-  const db = new Kysely<unknown>({ dialect: new MigrationSqliteDialect({ database: keepOpen }) })
-  try {
-    const migrator = new Migrator({
-      db,
-      provider: { getMigrations: async () => sqliteMigrations },
-    })
-    const result: MigrationResultSet = await migrator.migrateToLatest()
-    if (result.error) throw result.error
-    return (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
-  } finally {
-    await db.destroy()
-  }
+export async function migrateSqlite(db: Database.Database): Promise<string[]> {
+  if (appliedAll(db)) return []
+  const { runSqliteMigrations } = await import('./migrate-with-kysely.js')
+  return runSqliteMigrations(db)
 }
