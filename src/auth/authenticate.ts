@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Redis } from 'ioredis'
 import { ApiError } from '../errors.js'
 import type { ApiKeyVerifier } from './api-keys.js'
+import { type LimitState, memoryCounter, pluginCounter, type RateCounter } from './rate-counters.js'
 
 export interface AuthOptions {
   verifier: ApiKeyVerifier
@@ -20,13 +21,6 @@ export interface AuthOptions {
 
 /** Prefix of every counter in Redis; the rest names the policy and the key id or address. */
 export const REDIS_NAMESPACE = 'petstore-rl:'
-
-interface LimitState {
-  max: number
-  remaining: number
-  ttlInSeconds: number
-  isExceeded: boolean
-}
 
 const CHALLENGE = 'Bearer realm="petstore"'
 const INVALID_TOKEN_CHALLENGE = 'Bearer realm="petstore", error="invalid_token"'
@@ -69,33 +63,30 @@ function rateLimited(s: LimitState, message: string): ApiError {
 }
 
 export async function registerAuth(app: FastifyInstance, opts: AuthOptions): Promise<void> {
-  // The plugin keeps the counters, in memory or in Redis; the limiters are applied from our own
-  // hook so that authentication always comes first. Counters are named by policy and key id (or
-  // client address), never by the key itself.
-  await app.register(rateLimit, {
-    global: false,
-    ...(opts.redis ? { redis: opts.redis, nameSpace: REDIS_NAMESPACE } : {}),
-  })
-  const perKeyLimiter = app.createRateLimit({
-    max: opts.rateLimit.max,
-    timeWindow: opts.rateLimit.windowMs,
-    keyGenerator: (req) => `default:${req.apiKey?.id}`,
-  })
-  const perAddressLimiter = app.createRateLimit({
-    max: opts.authFailureLimit.max,
-    timeWindow: opts.authFailureLimit.windowMs,
-    keyGenerator: (req) => `auth-failures:${req.ip}`,
-  })
+  // Counters are named by policy and key id (or client address), never by the key itself, and
+  // applied from our own hook so that authentication always comes first.
+  const perKeyName = (req: FastifyRequest) => `default:${req.apiKey?.id}`
+  const perAddressName = (req: FastifyRequest) => `auth-failures:${req.ip}`
+  let perKey: RateCounter
+  let perAddress: RateCounter
+  if (opts.redis) {
+    await app.register(rateLimit, { global: false, redis: opts.redis, nameSpace: REDIS_NAMESPACE })
+    perKey = pluginCounter(app, opts.rateLimit, perKeyName)
+    perAddress = pluginCounter(app, opts.authFailureLimit, perAddressName)
+  } else {
+    perKey = memoryCounter(opts.rateLimit, perKeyName)
+    perAddress = memoryCounter(opts.authFailureLimit, perAddressName)
+  }
 
   // An unreachable counter store (Redis down) fails open: requests are served without a limit
   // rather than refused, with one warning when it starts and one line when it is back.
   let storeFailing = false
-  const count = async (
-    limiter: typeof perKeyLimiter,
+  const settle = async (
+    pending: Promise<LimitState>,
     request: FastifyRequest,
   ): Promise<LimitState | null> => {
     try {
-      const state = (await limiter(request)) as LimitState
+      const state = await pending
       if (storeFailing) {
         storeFailing = false
         request.log.info('rate-limit store reachable again: limits apply')
@@ -109,6 +100,10 @@ export async function registerAuth(app: FastifyInstance, opts: AuthOptions): Pro
       return null
     }
   }
+  const count = (counter: RateCounter, request: FastifyRequest) => {
+    const state = counter(request)
+    return state instanceof Promise ? settle(state, request) : state
+  }
 
   app.decorateRequest('apiKey', null)
   app.addHook('onRequest', async (request, reply) => {
@@ -116,7 +111,8 @@ export async function registerAuth(app: FastifyInstance, opts: AuthOptions): Pro
     const token = bearerToken(request.headers.authorization)
     const key = token ? await opts.verifier.verify(token, request.dataVersion) : null
     if (key === null) {
-      const failures = await count(perAddressLimiter, request)
+      const counted = count(perAddress, request)
+      const failures = counted instanceof Promise ? await counted : counted
       setRateLimitFields(reply, 'auth-failures', opts.authFailureLimit, failures)
       if (failures?.isExceeded) {
         opts.onRateLimited?.('auth-failures')
@@ -131,7 +127,8 @@ export async function registerAuth(app: FastifyInstance, opts: AuthOptions): Pro
           })
     }
     request.apiKey = key
-    const usage = await count(perKeyLimiter, request)
+    const counted = count(perKey, request)
+    const usage = counted instanceof Promise ? await counted : counted
     setRateLimitFields(reply, 'default', opts.rateLimit, usage)
     if (usage?.isExceeded) {
       opts.onRateLimited?.('default')

@@ -2,6 +2,7 @@
 // so every app built in a test starts from zero and nothing is shared between instances.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 import type { Store } from '../storage/store.js'
+import { RequestMetrics } from './request-metrics.js'
 
 export type RateLimitPolicy = 'default' | 'auth-failures'
 
@@ -20,20 +21,16 @@ export class Metrics {
   readonly registry = new Registry()
   private store: Store | null = null
 
-  private readonly requests = new Counter({
-    name: 'petstore_http_requests_total',
-    help: 'HTTP requests answered by the API, by operation, method and status.',
-    labelNames: ['operation', 'method', 'status'] as const,
-    registers: [this.registry],
-  })
-
-  private readonly durations = new Histogram({
-    name: 'petstore_http_request_duration_seconds',
-    help: 'Time from receiving an API request to sending its response, by operation, method and status.',
-    labelNames: ['operation', 'method', 'status'] as const,
-    buckets: DURATION_BUCKETS,
-    registers: [this.registry],
-  })
+  private readonly requests = new RequestMetrics(
+    DURATION_BUCKETS,
+    { count: 'petstore_http_requests_total', duration: 'petstore_http_request_duration_seconds' },
+    {
+      count: 'HTTP requests answered by the API, by operation, method and status.',
+      duration:
+        'Time from receiving an API request to sending its response, by operation, method and status.',
+    },
+    this.registry,
+  )
 
   private readonly deprecatedCalls = new Counter({
     name: 'petstore_deprecated_calls_total',
@@ -55,11 +52,6 @@ export class Metrics {
     buckets: BATCH_SIZE_BUCKETS,
     registers: [this.registry],
   })
-
-  private readonly requestSeries = new Map<
-    string,
-    { count: { inc(): void }; duration: { observe(value: number): void } }
-  >()
 
   constructor(opts: { processMetrics?: boolean } = {}) {
     const stats = () => this.store?.stats?.() ?? null
@@ -97,17 +89,7 @@ export class Metrics {
   }
 
   requestCompleted({ operation, method, status }: RequestLabels, seconds: number): void {
-    // The children of one label set are looked up once: prom-client otherwise hashes the label
-    // object on every call, twice per request.
-    const key = `${operation} ${method} ${status}`
-    let series = this.requestSeries.get(key)
-    if (series === undefined) {
-      const labels = { operation, method, status: String(status) }
-      series = { count: this.requests.labels(labels), duration: this.durations.labels(labels) }
-      this.requestSeries.set(key, series)
-    }
-    series.count.inc()
-    series.duration.observe(seconds)
+    this.requests.record(operation, method, status, seconds)
   }
 
   deprecatedCall(operation: string, apiKeyName: string): void {

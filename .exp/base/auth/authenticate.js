@@ -1,0 +1,110 @@
+// The onRequest hook that authenticates every /v1 request and applies the rate limits.
+import rateLimit from '@fastify/rate-limit';
+import { ApiError } from '../errors.js';
+import { memoryCounter, pluginCounter, } from './rate-counters.js';
+/** Prefix of every counter in Redis; the rest names the policy and the key id or address. */
+export const REDIS_NAMESPACE = 'petstore-rl:';
+const CHALLENGE = 'Bearer realm="petstore"';
+const INVALID_TOKEN_CHALLENGE = 'Bearer realm="petstore", error="invalid_token"';
+/** Routes outside /v1 answer without a key unless they say otherwise; routes inside need one. */
+function requiresAuth(request) {
+    if (request.routeOptions.config.public === true)
+        return false;
+    const path = request.url.split('?', 1)[0];
+    return path === '/v1' || path.startsWith('/v1/');
+}
+/** The bearer token, '' for a Bearer header without a usable token, null for no Bearer header. */
+function bearerToken(header) {
+    if (header === undefined)
+        return null;
+    const m = /^Bearer(?: +(.*))?$/i.exec(header.trim());
+    if (!m)
+        return null;
+    const token = (m[1] ?? '').trim();
+    return /^[\x21-\x7e]+$/.test(token) ? token : '';
+}
+/** The two fields of draft-ietf-httpapi-ratelimit-headers, e.g. `"default";q=6000;w=60`. */
+function setRateLimitFields(reply, policy, limit, s) {
+    reply.header('ratelimit-policy', `"${policy}";q=${limit.max};w=${Math.ceil(limit.windowMs / 1000)}`);
+    // With the counter store unreachable the remaining budget is unknown, so it is not claimed.
+    if (s)
+        reply.header('ratelimit', `"${policy}";r=${s.remaining};t=${Math.max(0, s.ttlInSeconds)}`);
+}
+function rateLimited(s, message) {
+    return new ApiError('rate_limited', message, {
+        'retry-after': String(Math.max(1, s.ttlInSeconds)),
+    });
+}
+export async function registerAuth(app, opts) {
+    // Counters are named by policy and key id (or client address), never by the key itself, and
+    // applied from our own hook so that authentication always comes first.
+    const perKeyName = (req) => `default:${req.apiKey?.id}`;
+    const perAddressName = (req) => `auth-failures:${req.ip}`;
+    let perKey;
+    let perAddress;
+    if (opts.redis) {
+        await app.register(rateLimit, { global: false, redis: opts.redis, nameSpace: REDIS_NAMESPACE });
+        perKey = pluginCounter(app, opts.rateLimit, perKeyName);
+        perAddress = pluginCounter(app, opts.authFailureLimit, perAddressName);
+    }
+    else {
+        perKey = memoryCounter(opts.rateLimit, perKeyName);
+        perAddress = memoryCounter(opts.authFailureLimit, perAddressName);
+    }
+    // An unreachable counter store (Redis down) fails open: requests are served without a limit
+    // rather than refused, with one warning when it starts and one line when it is back.
+    let storeFailing = false;
+    const settle = async (pending, request) => {
+        try {
+            const state = await pending;
+            if (storeFailing) {
+                storeFailing = false;
+                request.log.info('rate-limit store reachable again: limits apply');
+            }
+            return state;
+        }
+        catch (err) {
+            if (!storeFailing) {
+                storeFailing = true;
+                request.log.warn({ err }, 'rate-limit store unreachable: requests are served unlimited');
+            }
+            return null;
+        }
+    };
+    const count = (counter, request) => {
+        const state = counter(request);
+        return state instanceof Promise ? settle(state, request) : state;
+    };
+    app.decorateRequest('apiKey', null);
+    app.addHook('onRequest', async (request, reply) => {
+        if (!requiresAuth(request))
+            return;
+        const token = bearerToken(request.headers.authorization);
+        const key = token ? await opts.verifier.verify(token, request.dataVersion) : null;
+        if (key === null) {
+            const counted = count(perAddress, request);
+            const failures = counted instanceof Promise ? await counted : counted;
+            setRateLimitFields(reply, 'auth-failures', opts.authFailureLimit, failures);
+            if (failures?.isExceeded) {
+                opts.onRateLimited?.('auth-failures');
+                throw rateLimited(failures, 'too many failed authentication attempts from this address');
+            }
+            throw token === null
+                ? new ApiError('unauthorized', 'an API key is required: send Authorization: Bearer <key>', {
+                    'www-authenticate': CHALLENGE,
+                })
+                : new ApiError('unauthorized', 'the API key is not valid (unknown, revoked or expired)', {
+                    'www-authenticate': INVALID_TOKEN_CHALLENGE,
+                });
+        }
+        request.apiKey = key;
+        const counted = count(perKey, request);
+        const usage = counted instanceof Promise ? await counted : counted;
+        setRateLimitFields(reply, 'default', opts.rateLimit, usage);
+        if (usage?.isExceeded) {
+            opts.onRateLimited?.('default');
+            throw rateLimited(usage, 'rate limit of this API key exceeded');
+        }
+    });
+}
+//# sourceMappingURL=authenticate.js.map

@@ -1,0 +1,159 @@
+// Every error, from every layer, leaves as the one Error body with a code from the fixed set.
+import { randomUUID } from 'node:crypto';
+import { ApiError, codeForStatus, errorBody, errorStatus } from '../errors.js';
+const PARTS = {
+    body: (name) => `field '${name}'`,
+    querystring: (name) => `query parameter '${name}'`,
+    params: (name) => `path parameter '${name}'`,
+    headers: (name) => `header '${name}'`,
+};
+const TYPE_NAMES = {
+    string: 'a string',
+    object: 'a JSON object',
+    array: 'an array',
+    boolean: 'a boolean',
+};
+/** A 400 message that names the offending field or parameter. */
+export function describeValidation(context, issue) {
+    const name = issue.instancePath.split('/').filter(Boolean).join('.');
+    const what = name
+        ? (PARTS[context] ?? PARTS.body)(name)
+        : context === 'body'
+            ? 'request body'
+            : context;
+    const p = issue.params;
+    switch (issue.keyword) {
+        case 'required':
+            return context === 'body'
+                ? `missing required field '${p.missingProperty}'`
+                : `missing required ${context} '${p.missingProperty}'`;
+        case 'additionalProperties':
+            return p.additionalProperty === 'id'
+                ? `field 'id' must not be sent: the service assigns ids`
+                : `unknown field '${p.additionalProperty}'`;
+        case 'type':
+            return `${what} must be ${TYPE_NAMES[String(p.type)] ?? p.type}`;
+        case 'enum':
+            return `${what} must be one of: ${p.allowedValues.join(', ')}`;
+        case 'minLength':
+        case 'maxLength': {
+            const { minLength = 0, maxLength } = issue.parentSchema ?? {};
+            const range = maxLength === undefined ? `at least ${minLength}` : `${minLength} to ${maxLength}`;
+            return `${what} must be ${range} characters long`;
+        }
+        case 'pattern':
+            return `${what} ${issue.parentSchema?.['x-pattern-message'] ?? 'has an invalid format'}`;
+        default:
+            return `${what} ${issue.message ?? 'is invalid'}`;
+    }
+}
+const FRAMEWORK_MESSAGES = {
+    413: 'request body is larger than 65536 bytes',
+    415: 'request body must be application/json',
+};
+function send(reply, body, headers = {}) {
+    reply.code(body.status).headers(headers).type('application/json; charset=utf-8').send(body);
+}
+export function toErrorBody(error, request) {
+    if (error instanceof ApiError)
+        return { body: error.toBody(), headers: error.headers };
+    if (error.validation && error.validation.length > 0) {
+        const issue = error.validation[0];
+        const context = error.validationContext ?? 'body';
+        return { body: errorBody('invalid_request', describeValidation(context, issue)), headers: {} };
+    }
+    const status = error.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+        const code = codeForStatus(status);
+        const message = FRAMEWORK_MESSAGES[status] ??
+            (code === 'invalid_request' ? error.message : code.replace(/_/g, ' '));
+        return { body: { code, message, status: errorStatus[code] }, headers: {} };
+    }
+    request.log.error({ err: error }, 'unhandled error');
+    // A 5xx never carries the error's own message: it could hold SQL, paths or a stack.
+    return { body: errorBody('internal_error', 'internal server error'), headers: {} };
+}
+/** Path patterns of the registered routes with their methods, for 405 and its Allow header. */
+class RouteMethods {
+    routes = new Map();
+    add(url, methods) {
+        let entry = this.routes.get(url);
+        if (!entry) {
+            const source = url
+                .split('/')
+                .map((seg) => (seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+                .join('/');
+            entry = { pattern: new RegExp(`^${source}$`), methods: new Set() };
+            this.routes.set(url, entry);
+        }
+        for (const m of methods)
+            entry.methods.add(m);
+    }
+    allowed(path) {
+        const methods = new Set();
+        for (const { pattern, methods: ms } of this.routes.values()) {
+            if (pattern.test(path))
+                for (const m of ms)
+                    methods.add(m);
+        }
+        return [...methods].sort();
+    }
+}
+export function registerErrorHandling(app) {
+    const routeMethods = new RouteMethods();
+    app.addHook('onRoute', (route) => {
+        const methods = Array.isArray(route.method) ? route.method : [route.method];
+        routeMethods.add(route.url, methods);
+    });
+    app.setErrorHandler((error, request, reply) => {
+        const { body, headers } = toErrorBody(error, request);
+        send(reply, body, headers);
+    });
+    app.setNotFoundHandler((request, reply) => {
+        const path = request.url.split('?', 1)[0];
+        const allowed = routeMethods.allowed(path);
+        if (allowed.length > 0) {
+            send(reply, errorBody('method_not_allowed', `${request.method} is not allowed here; use ${allowed.join(', ')}`), { allow: allowed.join(', ') });
+            return;
+        }
+        send(reply, errorBody('not_found', `no resource at ${path}`));
+    });
+}
+const CLIENT_ERROR_STATUS = {
+    HPE_HEADER_OVERFLOW: 431,
+    HPE_URI_TOO_LONG: 414,
+};
+/**
+ * Errors the HTTP parser raises before any routing (a malformed request line, headers over the
+ * limit) still get an Error body, where the socket can still take one. `extraHeaders` are the
+ * transport's own (HSTS over TLS).
+ */
+export function handleClientError(error, socket, extraHeaders = {}) {
+    if (!socket.writable || error.code === 'ECONNRESET') {
+        socket.destroy();
+        return;
+    }
+    const status = CLIENT_ERROR_STATUS[error.code ?? ''] ?? 400;
+    const body = JSON.stringify({
+        code: 'invalid_request',
+        message: status === 431
+            ? 'request headers are too large'
+            : status === 414
+                ? 'request URI is too long'
+                : 'malformed HTTP request',
+        status,
+    });
+    const reason = status === 431
+        ? 'Request Header Fields Too Large'
+        : status === 414
+            ? 'URI Too Long'
+            : 'Bad Request';
+    socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n` +
+        `X-Request-Id: ${randomUUID()}\r\n` +
+        Object.entries(extraHeaders)
+            .map(([name, value]) => `${name}: ${value}\r\n`)
+            .join('') +
+        `Connection: close\r\n\r\n${body}`);
+}
+//# sourceMappingURL=error-handling.js.map

@@ -1,0 +1,19 @@
+// The `cursor` of a next-page link: opaque to clients, a keyset position to the service.
+import { ApiError } from '../errors.js';
+const PREFIX = 'v1:';
+const INT64_MAX = 2n ** 63n - 1n;
+export function encodeCursor(lastId) {
+    return Buffer.from(`${PREFIX}${lastId}`).toString('base64url');
+}
+/** The id after which the next page starts; a cursor the service did not make is 400. */
+export function decodeCursor(cursor) {
+    const decoded = /^[A-Za-z0-9_-]{1,64}$/.test(cursor)
+        ? Buffer.from(cursor, 'base64url').toString('utf8')
+        : '';
+    const m = /^v1:(0|[1-9][0-9]{0,18})$/.exec(decoded);
+    if (!m || BigInt(m[1]) > INT64_MAX || encodeCursor(BigInt(m[1])) !== cursor) {
+        throw new ApiError('invalid_request', 'cursor is malformed: use the Link of the previous page');
+    }
+    return BigInt(m[1]);
+}
+//# sourceMappingURL=cursor.js.map

@@ -1,0 +1,78 @@
+// The rules of the pet catalogue, independent of HTTP: paging, creation and idempotent replay.
+import { createHash } from 'node:crypto';
+import { ApiError } from '../errors.js';
+import { decodeCursor, encodeCursor } from './cursor.js';
+export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
+/** How long a claimed key stays "in progress" if the request holding it dies without finishing. */
+export const IDEMPOTENCY_LEASE_MS = 60 * 1000;
+/** The same JSON value gives the same hash whatever the key order or spacing of the body was. */
+export function hashNewPet(pet) {
+    const canonical = JSON.stringify([pet.name, pet.categoryId.toString(), pet.status ?? null]);
+    return createHash('sha256').update(canonical).digest('hex');
+}
+export class PetService {
+    store;
+    clock;
+    constructor(store, clock) {
+        this.store = store;
+        this.clock = clock;
+    }
+    async listPage(query) {
+        const afterId = query.cursor === undefined ? null : decodeCursor(query.cursor);
+        // One extra row tells whether a next page exists without a count query.
+        const rows = await this.store.listPets({
+            afterId,
+            status: query.status ?? null,
+            limit: query.limit + 1,
+        });
+        if (rows.length <= query.limit)
+            return { pets: rows, nextCursor: null };
+        const pets = rows.slice(0, query.limit);
+        return { pets, nextCursor: encodeCursor(pets[pets.length - 1].id) };
+    }
+    async get(id) {
+        const pet = await this.store.getPet(id);
+        if (!pet)
+            throw new ApiError('not_found', `no pet with id ${id}`);
+        return pet;
+    }
+    async create(pet, apiKeyId, idempotencyKey) {
+        // PostgreSQL text cannot hold U+0000; refusing it on every store keeps them alike.
+        if (pet.name.includes('\u0000')) {
+            throw new ApiError('invalid_request', "field 'name' must not contain the character U+0000");
+        }
+        if (idempotencyKey === undefined) {
+            return { pet: await this.store.createPet(pet), replayed: false };
+        }
+        const ref = { apiKeyId, key: idempotencyKey };
+        const claim = await this.store.claimIdempotencyKey({
+            ...ref,
+            requestHash: hashNewPet(pet),
+            now: this.clock.now(),
+            retentionMs: IDEMPOTENCY_RETENTION_MS,
+            leaseMs: IDEMPOTENCY_LEASE_MS,
+        });
+        switch (claim.outcome) {
+            case 'mismatch':
+                throw new ApiError('idempotency_key_reused', 'Idempotency-Key was already used with a different request body');
+            case 'in_progress':
+                throw new ApiError('idempotency_key_in_progress', 'a request with this Idempotency-Key is still in progress; retry later', { 'retry-after': '1' });
+            case 'completed':
+                return { pet: await this.get(claim.petId), replayed: true };
+            case 'claimed':
+                try {
+                    return { pet: await this.store.createPet(pet, ref), replayed: false };
+                }
+                catch (err) {
+                    await this.store.releaseIdempotencyKey(ref).catch(() => undefined);
+                    throw err;
+                }
+        }
+    }
+    /** Drops idempotency records past their 24 hours; returns how many went. */
+    purgeExpiredIdempotencyKeys() {
+        const cutoff = new Date(this.clock.now().getTime() - IDEMPOTENCY_RETENTION_MS);
+        return this.store.deleteIdempotencyKeysBefore(cutoff);
+    }
+}
+//# sourceMappingURL=service.js.map

@@ -1,0 +1,325 @@
+// The PostgreSQL adapter: several service processes share one database through it.
+import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
+import { ApiError } from '../../errors.js';
+import { toApiKey } from '../api-key-row.js';
+import { AsyncWriteBatcher } from '../async-write-batcher.js';
+import { postgresMigrations } from './migrations.js';
+/**
+ * Ids must become visible in the order they are given, or a reader paging by id could pass an id
+ * whose transaction commits later and never see that pet. Inserts therefore take this
+ * transaction-scoped advisory lock: id allocation and commit happen one transaction at a time
+ * across every instance, and group commit keeps many pets in each of those transactions.
+ */
+const PET_INSERT_LOCK = 0x70657473; // "pets"
+const INT8_OID = 20;
+const typeParsers = {
+    getTypeParser: ((oid, format) => oid === INT8_OID ? (v) => BigInt(v) : pg.types.getTypeParser(oid, format)),
+};
+const toPet = (row) => {
+    const pet = { id: row.id, name: row.name, categoryId: row.category_id };
+    if (row.status !== null)
+        pet.status = row.status;
+    return pet;
+};
+/**
+ * A failure of the database's availability (no connection, a timeout, the server shutting down)
+ * is 503 for the caller; anything else is a bug and stays a 500. The server's errors carry a
+ * SQLSTATE; the driver's own (a lost or refused connection, a timeout) and the socket's are
+ * Errors of no finer type, whereas a bug raises a TypeError, a RangeError or the like.
+ */
+const BUG_TYPES = [TypeError, RangeError, ReferenceError, SyntaxError, EvalError, URIError];
+function isUnavailable(err) {
+    if (err instanceof pg.DatabaseError) {
+        const sqlState = err.code ?? '';
+        return (sqlState.startsWith('08') ||
+            sqlState.startsWith('53') ||
+            sqlState.startsWith('57') ||
+            sqlState === '25P03' ||
+            sqlState === '40001' ||
+            sqlState === '40P01');
+    }
+    return err instanceof Error && !BUG_TYPES.some((type) => err instanceof type);
+}
+function unavailableOr(err) {
+    if (!isUnavailable(err))
+        return err;
+    return new ApiError('service_unavailable', 'the database is not reachable; retry later', {
+        'retry-after': '1',
+    });
+}
+function poolConfig(opts, max) {
+    return {
+        connectionString: opts.url,
+        max,
+        connectionTimeoutMillis: opts.timeoutMs,
+        query_timeout: opts.timeoutMs,
+        statement_timeout: opts.timeoutMs,
+        // A transaction whose client vanished (a partition: the server never hears the connection
+        // close) would otherwise keep its locks, the insert lock among them, for as long as TCP takes
+        // to notice, hours: every instance's creates would wait on it. The server ends it instead.
+        idle_in_transaction_session_timeout: opts.timeoutMs,
+        idleTimeoutMillis: 30_000,
+        keepAlive: true,
+        types: typeParsers,
+    };
+}
+/**
+ * A lost connection fails the statement in flight, which reports it; but the client also emits it
+ * as an event, and an event nobody listens to ends the process. The pool listens only while a
+ * client is idle in it, so each client gets a listener of its own for while it is checked out.
+ */
+function survivingLostConnections(pool) {
+    pool.on('connect', (client) => client.on('error', () => undefined));
+    return pool;
+}
+export async function migratePostgres(opts) {
+    // Kysely ends the pool it was given when destroyed: the migration gets its own.
+    const pool = survivingLostConnections(new pg.Pool(poolConfig(opts, 1)));
+    pool.on('error', () => undefined);
+    const db = new Kysely({ dialect: new PostgresDialect({ pool }) });
+    try {
+        // Kysely looks for its own tables in every schema unless told which one: name the schema the
+        // connection works in, so databases with several schemas (one per tenant or test) stay apart.
+        const { rows } = await sql `SELECT current_schema() AS schema`
+            .execute(db)
+            .catch((err) => {
+            if (!isUnavailable(err))
+                throw err;
+            // Said plainly, so that a start failing because the database is down says so.
+            const { hostname, port } = new URL(opts.url);
+            throw new Error(`PostgreSQL at ${hostname}:${port || 5432} is not reachable (${err.message})`, { cause: err });
+        });
+        const migrator = new Migrator({
+            db,
+            provider: { getMigrations: async () => postgresMigrations },
+            migrationTableSchema: rows[0].schema,
+        });
+        const result = await migrator.migrateToLatest();
+        if (result.error)
+            throw result.error;
+        return (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+    }
+    finally {
+        await db.destroy();
+    }
+}
+export async function openPostgresStore(opts) {
+    await migratePostgres(opts);
+    return new PostgresStore(new pg.Pool(poolConfig(opts, opts.poolSize)), opts.onPoolError);
+}
+const SELECT_PET = 'SELECT id, name, category_id, status FROM pets';
+export class PostgresStore {
+    pool;
+    kind = 'postgres';
+    creates;
+    closed = false;
+    constructor(pool, onPoolError = () => undefined) {
+        this.pool = pool;
+        // An idle client whose server went away emits here; unhandled, it would end the process.
+        pool.on('error', onPoolError);
+        survivingLostConnections(pool);
+        this.creates = new AsyncWriteBatcher((items) => this.commitCreates(items));
+    }
+    async query(name, text, values) {
+        try {
+            return (await this.pool.query({ name, text, values })).rows;
+        }
+        catch (err) {
+            throw unavailableOr(err);
+        }
+    }
+    async transaction(work) {
+        let client;
+        try {
+            client = await this.pool.connect();
+        }
+        catch (err) {
+            throw unavailableOr(err);
+        }
+        try {
+            await client.query('BEGIN');
+            const result = await work(client);
+            await client.query('COMMIT');
+            client.release();
+            return result;
+        }
+        catch (err) {
+            // A client that failed mid-transaction may be broken: destroy it rather than reuse it.
+            await client.query('ROLLBACK').catch(() => undefined);
+            client.release(true);
+            throw unavailableOr(err);
+        }
+    }
+    async commitCreates(items) {
+        return this.transaction(async (client) => {
+            await client.query('SELECT pg_advisory_xact_lock($1)', [PET_INSERT_LOCK]);
+            const { rows } = await client.query({
+                name: 'insert-pets',
+                text: `INSERT INTO pets (name, category_id, status, created_at)
+               SELECT name, category_id, status, $4 FROM
+                 unnest($1::text[], $2::bigint[], $3::text[]) WITH ORDINALITY
+                   AS t(name, category_id, status, ord)
+               ORDER BY ord
+               RETURNING id`,
+                values: [
+                    items.map((i) => i.pet.name),
+                    items.map((i) => i.pet.categoryId),
+                    items.map((i) => i.pet.status ?? null),
+                    Date.now(),
+                ],
+            });
+            // Identity values follow the insertion order, which follows `ord`.
+            const ids = rows.map((r) => r.id).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+            const pets = items.map(({ pet }, i) => ({ id: ids[i], ...pet }));
+            for (const [i, { completes }] of items.entries()) {
+                if (!completes)
+                    continue;
+                await client.query({
+                    name: 'complete-idempotency',
+                    text: `UPDATE idempotency_keys SET pet_id = $1, locked_until = NULL
+                 WHERE api_key_id = $2 AND idempotency_key = $3`,
+                    values: [pets[i].id, completes.apiKeyId, completes.key],
+                });
+            }
+            return pets;
+        });
+    }
+    async listPets({ afterId, status, limit }) {
+        const after = afterId ?? -(2n ** 63n);
+        // Two statements rather than `status = $x OR $x IS NULL`, so each keeps its own index plan.
+        const rows = status === null
+            ? await this.query('list-pets', `${SELECT_PET} WHERE id > $1 ORDER BY id LIMIT $2`, [after, limit])
+            : await this.query('list-pets-by-status', `${SELECT_PET} WHERE status = $1 AND id > $2 ORDER BY id LIMIT $3`, [status, after, limit]);
+        return rows.map(toPet);
+    }
+    async getPet(id) {
+        const [row] = await this.query('get-pet', `${SELECT_PET} WHERE id = $1`, [id]);
+        return row ? toPet(row) : null;
+    }
+    createPet(pet, completes) {
+        if (this.closed)
+            return Promise.reject(new Error('store is closed'));
+        return this.creates.submit({ pet, completes });
+    }
+    async insertPets(pets) {
+        if (this.closed)
+            throw new Error('store is closed');
+        if (pets.length === 0)
+            return;
+        await this.transaction(async (client) => {
+            await client.query('SELECT pg_advisory_xact_lock($1)', [PET_INSERT_LOCK]);
+            await client.query(`INSERT INTO pets (name, category_id, status, created_at)
+         SELECT name, category_id, status, $4 FROM
+           unnest($1::text[], $2::bigint[], $3::text[]) WITH ORDINALITY AS t(name, category_id, status, ord)
+         ORDER BY ord`, [
+                pets.map((p) => p.name),
+                pets.map((p) => p.categoryId),
+                pets.map((p) => p.status ?? null),
+                Date.now(),
+            ]);
+        });
+    }
+    async claimIdempotencyKey(req) {
+        const now = req.now.getTime();
+        return this.transaction(async (client) => {
+            const inserted = await client.query(`INSERT INTO idempotency_keys
+           (api_key_id, idempotency_key, request_hash, pet_id, created_at, locked_until)
+         VALUES ($1, $2, $3, NULL, $4, $5)
+         ON CONFLICT (api_key_id, idempotency_key) DO NOTHING`, [req.apiKeyId, req.key, req.requestHash, now, now + req.leaseMs]);
+            if (inserted.rowCount === 1)
+                return { outcome: 'claimed' };
+            // The row exists: lock it, so concurrent claims through other instances decide one by one.
+            const { rows } = await client.query(`SELECT request_hash, pet_id, created_at, locked_until FROM idempotency_keys
+         WHERE api_key_id = $1 AND idempotency_key = $2 FOR UPDATE`, [req.apiKeyId, req.key]);
+            const row = rows[0];
+            // Purged or released between the two statements: the key is free, so take it.
+            if (row && Number(row.created_at) + req.retentionMs > now) {
+                if (row.request_hash !== req.requestHash)
+                    return { outcome: 'mismatch' };
+                if (row.pet_id !== null)
+                    return { outcome: 'completed', petId: row.pet_id };
+                if (row.locked_until !== null && Number(row.locked_until) > now) {
+                    return { outcome: 'in_progress' };
+                }
+            }
+            await client.query(`INSERT INTO idempotency_keys
+           (api_key_id, idempotency_key, request_hash, pet_id, created_at, locked_until)
+         VALUES ($1, $2, $3, NULL, $4, $5)
+         ON CONFLICT (api_key_id, idempotency_key) DO UPDATE SET
+           request_hash = excluded.request_hash, pet_id = NULL,
+           created_at = excluded.created_at, locked_until = excluded.locked_until`, [req.apiKeyId, req.key, req.requestHash, now, now + req.leaseMs]);
+            return { outcome: 'claimed' };
+        });
+    }
+    async releaseIdempotencyKey(ref) {
+        await this.query('release-idempotency', 'DELETE FROM idempotency_keys WHERE api_key_id = $1 AND idempotency_key = $2 AND pet_id IS NULL', [ref.apiKeyId, ref.key]);
+    }
+    async deleteIdempotencyKeysBefore(cutoff) {
+        try {
+            const result = await this.pool.query('DELETE FROM idempotency_keys WHERE created_at < $1', [
+                cutoff.getTime(),
+            ]);
+            return result.rowCount ?? 0;
+        }
+        catch (err) {
+            throw unavailableOr(err);
+        }
+    }
+    async insertApiKey(k) {
+        await this.query('insert-api-key', `INSERT INTO api_keys (id, name, secret_hash, created_at, expires_at, revoked_at)
+       VALUES ($1, $2, $3, $4, $5, $6)`, [
+            k.id,
+            k.name,
+            k.secretHash,
+            k.createdAt.getTime(),
+            k.expiresAt?.getTime() ?? null,
+            k.revokedAt?.getTime() ?? null,
+        ]);
+    }
+    async findApiKey(id) {
+        const [row] = await this.query('find-api-key', 'SELECT * FROM api_keys WHERE id = $1', [id]);
+        return row ? toApiKey(row) : null;
+    }
+    async listApiKeys() {
+        const rows = await this.query('list-api-keys', 'SELECT * FROM api_keys ORDER BY created_at, id', []);
+        return rows.map(toApiKey);
+    }
+    async revokeApiKey(id, at) {
+        try {
+            const result = await this.pool.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [at.getTime(), id]);
+            return result.rowCount === 1;
+        }
+        catch (err) {
+            throw unavailableOr(err);
+        }
+    }
+    async countApiKeys() {
+        const [row] = await this.query('count-api-keys', 'SELECT count(*) AS n FROM api_keys', []);
+        return Number(row.n);
+    }
+    async ping() {
+        await this.query('ping', 'SELECT 1', []);
+    }
+    async close() {
+        if (this.closed)
+            return;
+        this.closed = true;
+        await this.creates.idle();
+        await this.pool.end();
+    }
+    stats() {
+        return {
+            connections: {
+                inUse: this.pool.totalCount - this.pool.idleCount,
+                idle: this.pool.idleCount,
+                waiting: this.pool.waitingCount,
+            },
+            queuedWrites: this.creates.queued,
+        };
+    }
+    onWriteBatch(listener) {
+        this.creates.onCommit(listener);
+    }
+}
+//# sourceMappingURL=postgres-store.js.map

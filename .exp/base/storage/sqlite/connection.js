@@ -1,0 +1,22 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+/**
+ * Opens a connection to the store's file with the settings every connection of the service uses.
+ * `create: false` for a second connection, which must find the file the first one made.
+ */
+export function openDatabase(path, opts) {
+    if (opts.create && path !== ':memory:')
+        mkdirSync(dirname(path), { recursive: true });
+    const db = new Database(path, { fileMustExist: !opts.create });
+    // First, so that switching a new file to WAL waits for another process doing the same.
+    db.pragma('busy_timeout = 5000');
+    // WAL with synchronous=FULL syncs the log on every commit: a committed pet survives a crash of
+    // the process and of the machine. NORMAL would survive only the former.
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = FULL');
+    db.pragma('foreign_keys = ON');
+    db.defaultSafeIntegers(true);
+    return db;
+}
+//# sourceMappingURL=connection.js.map

@@ -1,0 +1,130 @@
+// Builds the HTTP application from its dependencies; listening is left to the caller, so tests
+// build a fresh app per test and drive it in-process.
+import { randomUUID } from 'node:crypto';
+import Fastify from 'fastify';
+import { ApiKeyVerifier } from './auth/api-keys.js';
+import { registerAuth } from './auth/authenticate.js';
+import { systemClock } from './clock.js';
+import { ApiError, errorBody } from './errors.js';
+import { registerCors } from './http/cors.js';
+import { docsPage } from './http/docs-page.js';
+import { handleClientError, registerErrorHandling } from './http/error-handling.js';
+import { healthRoutes } from './http/health.js';
+import { isAcceptedJsonCharset, parseJsonBody } from './http/json-body.js';
+import { registerOpenApi } from './http/openapi.js';
+import { RequestLogController } from './http/request-log.js';
+import { closeConnectionAfterResponse, closeHttp2SessionsOnClose, tlsServerOptions, transportHeaders, } from './http/tls.js';
+import { createValidatorCompiler } from './http/validation.js';
+import './http/types.js';
+import { Metrics } from './observability/metrics.js';
+import { DeprecatedCallCounter, deprecationHeaders } from './pets/deprecation.js';
+import { petRoutes } from './pets/routes.js';
+import { PetService } from './pets/service.js';
+export const BODY_LIMIT_BYTES = 64 * 1024;
+const IDEMPOTENCY_PURGE_INTERVAL_MS = 60 * 60 * 1000;
+/** An incoming X-Request-Id is echoed when it is sane; otherwise the service makes one. */
+function requestId(req) {
+    const incoming = req.headers['x-request-id'];
+    return typeof incoming === 'string' && /^[A-Za-z0-9._:@-]{1,128}$/.test(incoming)
+        ? incoming
+        : randomUUID();
+}
+export async function buildApp(deps) {
+    const { config, store } = deps;
+    const clock = deps.clock ?? systemClock;
+    if (config.rateLimitStore === 'redis' && !deps.redis) {
+        throw new Error('rateLimitStore is redis but no Redis client was given to buildApp');
+    }
+    const transport = transportHeaders(deps.tls, config.hstsMaxAgeSeconds);
+    const app = Fastify({
+        logger: deps.logger ?? false,
+        logController: new RequestLogController(),
+        genReqId: requestId,
+        bodyLimit: BODY_LIMIT_BYTES,
+        trustProxy: config.trustProxy,
+        routerOptions: { maxParamLength: 1000 },
+        requestTimeout: 30_000,
+        forceCloseConnections: 'idle',
+        // Fastify's own 503 while closing has a body outside the Error schema; requests that still
+        // arrive on open connections are served instead (storage closes only after they finish).
+        return503OnClosing: false,
+        clientErrorHandler: (error, socket) => handleClientError(error, socket, transport),
+        frameworkErrors: (_error, request, rawReply) => {
+            const reply = rawReply;
+            reply
+                .code(400)
+                .headers({ 'x-request-id': request.id, 'cache-control': 'no-store', ...transport })
+                // The framework's message repeats the whole URL, at any length: say what is wrong instead.
+                .send(errorBody('invalid_request', 'the request URL is malformed'));
+        },
+        ...tlsServerOptions(deps.tls),
+    });
+    if (deps.tls?.http2)
+        closeHttp2SessionsOnClose(app);
+    app.setValidatorCompiler(createValidatorCompiler());
+    // Only JSON bodies are accepted; every other media type is 415.
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+        if (!isAcceptedJsonCharset(request.headers['content-type'] ?? '')) {
+            done(new ApiError('unsupported_media_type', 'request body must be UTF-8 application/json'));
+            return;
+        }
+        try {
+            done(null, parseJsonBody(body));
+        }
+        catch (err) {
+            done(err);
+        }
+    });
+    registerErrorHandling(app);
+    const isDraining = deps.isDraining ?? (() => false);
+    const deprecation = deprecationHeaders(config.deprecatedAt);
+    app.decorateRequest('dataVersion', undefined);
+    app.addHook('onRequest', async (request, reply) => {
+        // Read once, first: every cache this request consults is checked against the same moment.
+        request.dataVersion = store.dataVersion?.();
+        reply.header('x-request-id', request.id);
+        reply.header('cache-control', 'no-store');
+        reply.headers(transport);
+        // While draining, each keep-alive connection serves one more request and then closes, so
+        // clients reconnect to another instance instead of racing the listener's close.
+        if (isDraining())
+            closeConnectionAfterResponse(request, reply);
+        if (request.routeOptions.config.deprecated)
+            reply.headers(deprecation);
+    });
+    // Labels come from the route's operation name, never the URL, so their number stays small.
+    const metrics = deps.metrics ?? new Metrics({ processMetrics: false });
+    metrics.watchStore(store);
+    if (false) app.addHook('onResponse', async (request, reply) => {
+        const operation = request.routeOptions.config.operation ?? 'unknown';
+        const labels = { operation, method: request.method, status: reply.statusCode };
+        metrics.requestCompleted(labels, reply.elapsedTime / 1000);
+    });
+    await registerCors(app, config.corsOrigins);
+    await registerAuth(app, {
+        verifier: new ApiKeyVerifier(store, clock, config.apiKeys),
+        rateLimit: { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs },
+        authFailureLimit: { max: config.authFailureLimitMax, windowMs: config.authFailureWindowMs },
+        onRateLimited: (policy) => metrics.rateLimitRejected(policy),
+        ...(config.rateLimitStore === 'redis' ? { redis: deps.redis } : {}),
+    });
+    await registerOpenApi(app, { productionUrl: config.productionUrl, stagingUrl: config.stagingUrl });
+    await app.register(docsPage, { specUrl: '/v1/openapi.json' });
+    const service = new PetService(store, clock);
+    await app.register(healthRoutes, { store, isDraining });
+    await app.register(petRoutes, {
+        service,
+        clock,
+        deprecatedCalls: new DeprecatedCallCounter((operation, keyName) => metrics.deprecatedCall(operation, keyName)),
+        fallbackOrigin: new URL(config.productionUrl).origin,
+    });
+    const purge = () => service.purgeExpiredIdempotencyKeys().catch((err) => app.log.warn({ err }, 'purge failed'));
+    const purgeTimer = setInterval(purge, IDEMPOTENCY_PURGE_INTERVAL_MS).unref();
+    app.addHook('onReady', async () => {
+        await purge();
+    });
+    app.addHook('onClose', async () => clearInterval(purgeTimer));
+    return app;
+}
+//# sourceMappingURL=app.js.map

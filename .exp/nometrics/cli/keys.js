@@ -1,0 +1,56 @@
+// `petstore keys`: the same key functions the service uses, straight on the store.
+import { createApiKey } from '../auth/api-keys.js';
+export async function createKeyCommand(store, clock, name, expiresInMs, out) {
+    const now = clock.now();
+    const expiresAt = expiresInMs === null ? null : new Date(now.getTime() + expiresInMs);
+    const { key, record } = await createApiKey(store, clock, name, expiresAt);
+    out.write(`Created API key ${record.id} named "${record.name}"`);
+    out.write(expiresAt ? `, expiring ${expiresAt.toISOString()}.\n` : ', with no expiry.\n');
+    out.write('Store it now: it is shown only this once.\n');
+    // Alone on the last line, so a script can capture it with `tail -n 1`.
+    out.write(`${key}\n`);
+}
+function keyState(k, now) {
+    if (k.revokedAt)
+        return 'revoked';
+    if (k.expiresAt && k.expiresAt.getTime() <= now.getTime())
+        return 'expired';
+    return 'active';
+}
+export async function listKeysCommand(store, clock, json, out) {
+    const now = clock.now();
+    const rows = (await store.listApiKeys()).map((k) => ({
+        id: k.id,
+        name: k.name,
+        state: keyState(k, now),
+        createdAt: k.createdAt.toISOString(),
+        expiresAt: k.expiresAt?.toISOString() ?? null,
+        revokedAt: k.revokedAt?.toISOString() ?? null,
+    }));
+    if (json) {
+        out.write(`${JSON.stringify(rows, null, 2)}\n`);
+        return;
+    }
+    if (rows.length === 0) {
+        out.write('No API keys.\n');
+        return;
+    }
+    const table = [
+        ['ID', 'NAME', 'STATE', 'CREATED', 'EXPIRES'],
+        ...rows.map((r) => [r.id, r.name, r.state, r.createdAt, r.expiresAt ?? '-']),
+    ];
+    const widths = table[0].map((_, i) => Math.max(...table.map((row) => row[i].length)));
+    for (const row of table) {
+        out.write(`${row
+            .map((cell, i) => cell.padEnd(widths[i]))
+            .join('  ')
+            .trimEnd()}\n`);
+    }
+}
+export async function revokeKeyCommand(store, clock, id, out) {
+    const revoked = await store.revokeApiKey(id, clock.now());
+    if (revoked)
+        out.write(`Revoked API key ${id}. Requests with it are refused from now on.\n`);
+    return revoked;
+}
+//# sourceMappingURL=keys.js.map

@@ -1,0 +1,164 @@
+#!/usr/bin/env node
+// The `petstore` command: one entry for everything an operator does.
+import cluster from 'node:cluster';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { ConfigError, loadConfig } from '../config.js';
+import { clockFor, startServer } from '../server.js';
+import { openStore } from '../storage/open-store.js';
+import { parseDuration } from './duration.js';
+import { createKeyCommand, listKeysCommand, revokeKeyCommand } from './keys.js';
+import { DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, MAX_SEED_COUNT, progressReporter, seedCommand, seedStatuses, } from './seed.js';
+import { drainAndExit, MAX_WORKERS, runPrimary, runWorker } from './workers.js';
+const USAGE_ERROR = 2;
+/** A database URL fit to print: the password, if any, is masked. */
+function withoutPassword(url) {
+    if (url.startsWith('sqlite:'))
+        return url;
+    const u = new URL(url);
+    if (u.password)
+        u.password = '***';
+    return u.toString();
+}
+class UsageError extends Error {
+}
+function config() {
+    try {
+        return loadConfig();
+    }
+    catch (err) {
+        if (err instanceof ConfigError)
+            throw new UsageError(err.message);
+        throw err;
+    }
+}
+async function withStore(cfg, fn) {
+    const store = await openStore(cfg);
+    try {
+        return await fn(store);
+    }
+    finally {
+        await store.close();
+    }
+}
+function durationArg(text) {
+    const ms = parseDuration(text);
+    if (ms === null)
+        throw new InvalidArgumentError('expected a duration such as 90s, 30m, 12h, 30d or 2w');
+    return ms;
+}
+function nameArg(text) {
+    if (!/^[\x20-\x7e]{1,100}$/.test(text) || text.trim() === '') {
+        throw new InvalidArgumentError('expected 1 to 100 printable ASCII characters');
+    }
+    return text;
+}
+function wholeNumberArg(max) {
+    return (text) => {
+        const n = /^[1-9][0-9]{0,8}$/.test(text) ? Number(text) : Number.NaN;
+        if (!(n <= max))
+            throw new InvalidArgumentError(`expected a whole number from 1 to ${max}`);
+        return n;
+    };
+}
+async function serve(opts) {
+    const cfg = config();
+    // A worker runs this same command line; the primary decided how many of them there are.
+    if (cluster.isWorker)
+        return runWorker(cfg);
+    const workers = opts.workers ?? cfg.workers;
+    if (workers > 1)
+        return runPrimary(cfg, workers, process.stdout);
+    const server = await startServer(cfg, process.stdout);
+    const onSignal = (signal) => drainAndExit(server, cfg, signal);
+    process.once('SIGTERM', onSignal);
+    process.once('SIGINT', onSignal);
+}
+function buildProgram() {
+    const program = new Command('petstore')
+        .description('Pet store catalogue service. Settings come from the environment (see README).')
+        .showHelpAfterError()
+        .exitOverride();
+    program
+        .command('serve')
+        .description('run the HTTP API (the default of `npm start`)')
+        .option('--workers <n>', `processes serving the API on the one port, 1 to ${MAX_WORKERS} (default: PETSTORE_WORKERS)`, wholeNumberArg(MAX_WORKERS))
+        .action(serve);
+    program
+        .command('migrate')
+        .description('create the database or bring its schema up to date, then exit')
+        .action(async () => {
+        const cfg = config();
+        await withStore(cfg, async (store) => {
+            process.stdout.write(`database is up to date (${store.kind}: ${withoutPassword(cfg.databaseUrl)})\n`);
+        });
+    });
+    program
+        .command('seed')
+        .description('add generated pets in large batches (names pet-1, pet-2, ...) for trying it out')
+        .requiredOption('--count <n>', `how many pets to add, 1 to ${MAX_SEED_COUNT}`, wholeNumberArg(MAX_SEED_COUNT))
+        .addOption(new Option('--status <status>', 'status of every pet; mixed cycles available, pending, sold, none')
+        .choices(seedStatuses)
+        .default('mixed'))
+        .option('--batch-size <n>', `pets per transaction, 1 to ${MAX_BATCH_SIZE}`, wholeNumberArg(MAX_BATCH_SIZE), DEFAULT_BATCH_SIZE)
+        .addHelpText('after', '\nEvery tenth pet has a categoryId beyond 2^53; the others have categories 1 to 100.\n' +
+        'Progress goes to stderr (a bar on a terminal, a line per tenth otherwise), the summary to stdout.')
+        .action(async (opts) => {
+        const cfg = config();
+        const now = () => performance.now();
+        await withStore(cfg, (store) => seedCommand(store, opts, process.stdout, progressReporter(process.stderr, opts.count, now), now));
+    });
+    const keys = program.command('keys').description('manage API keys');
+    keys
+        .command('create')
+        .description('create a key and print it once, alone on the last line')
+        .requiredOption('--name <name>', 'who or what the key is for', nameArg)
+        .option('--expires-in <duration>', 'lifetime, e.g. 30d, 12h, 2w (default: no expiry)', durationArg)
+        .action(async (opts) => {
+        const cfg = config();
+        await withStore(cfg, (store) => createKeyCommand(store, clockFor(cfg), opts.name, opts.expiresIn ?? null, process.stdout));
+    });
+    keys
+        .command('list')
+        .description('list keys (ids, names, states; never the keys themselves)')
+        .option('--json', 'print JSON instead of a table')
+        .action(async (opts) => {
+        const cfg = config();
+        await withStore(cfg, (store) => listKeysCommand(store, clockFor(cfg), opts.json === true, process.stdout));
+    });
+    keys
+        .command('revoke')
+        .description('revoke a key by id; it is refused from its next request on')
+        .argument('<id>', 'the key id shown by `keys list`')
+        .action(async (id) => {
+        const cfg = config();
+        const revoked = await withStore(cfg, (store) => revokeKeyCommand(store, clockFor(cfg), id, process.stdout));
+        if (!revoked)
+            throw new UsageError(`no active API key with id ${id}`);
+    });
+    return program;
+}
+async function main(argv) {
+    try {
+        await buildProgram().parseAsync(argv);
+    }
+    catch (err) {
+        if (err instanceof CommanderError) {
+            // Help and version exit 0; every mistake in the arguments exits 2.
+            process.exitCode = err.exitCode === 0 ? 0 : USAGE_ERROR;
+            return;
+        }
+        // A ConfigError can also come from serve itself (an unreadable TLS file).
+        if (err instanceof UsageError || err instanceof ConfigError) {
+            process.stderr.write(`petstore: ${err.message}\n`);
+            process.exitCode = USAGE_ERROR;
+            return;
+        }
+        process.stderr.write(`petstore: ${err instanceof Error ? err.message : String(err)}\n`);
+        process.exitCode = 1;
+    }
+}
+await main(process.argv);
+// A worker's channel to the primary keeps it alive: one that could not start must end itself.
+if (cluster.isWorker && (process.exitCode ?? 0) !== 0)
+    process.exit();
+//# sourceMappingURL=main.js.map

@@ -1,0 +1,411 @@
+// The only module that reads process.env: every setting is parsed and checked here, once, at start.
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+export class ConfigError extends Error {
+    problems;
+    constructor(problems) {
+        super(`invalid configuration:\n  ${problems.join('\n  ')}`);
+        this.problems = problems;
+        this.name = 'ConfigError';
+    }
+}
+const integer = (min, max) => (raw) => {
+    if (!/^\d+$/.test(raw))
+        throw new Error();
+    const n = Number(raw);
+    if (n < min || n > max)
+        throw new Error();
+    return n;
+};
+const durationUnits = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+/** A duration such as `500ms`, `30s`, `1m`, `2h`; returns milliseconds. */
+export const duration = (raw) => {
+    const m = /^(\d+)(ms|s|m|h)$/.exec(raw);
+    if (!m)
+        throw new Error();
+    return Number(m[1]) * durationUnits[m[2]];
+};
+const instant = (raw) => {
+    // An ISO 8601 instant with an explicit zone, so the meaning never depends on the machine's TZ.
+    if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(raw))
+        throw new Error();
+    const d = new Date(raw);
+    if (Number.isNaN(d.getTime()))
+        throw new Error();
+    return d;
+};
+const baseUrl = (raw) => {
+    const u = new URL(raw);
+    const trimmed = raw.replace(/\/+$/, '');
+    if ((u.protocol !== 'http:' && u.protocol !== 'https:') || !trimmed.endsWith('/v1')) {
+        throw new Error();
+    }
+    return trimmed;
+};
+const boolean = (raw) => {
+    if (raw === 'true' || raw === '1')
+        return true;
+    if (raw === 'false' || raw === '0')
+        return false;
+    throw new Error();
+};
+const databaseUrl = (raw) => {
+    if (raw.startsWith('sqlite:') && raw.length > 'sqlite:'.length)
+        return raw;
+    if (/^postgres(ql)?:\/\//.test(raw)) {
+        new URL(raw);
+        return raw;
+    }
+    throw new Error();
+};
+const apiKeyList = (raw) => {
+    const keys = raw
+        .split(',')
+        .map((k) => k.trim())
+        .filter((k) => k !== '');
+    // Keys travel in an Authorization header: they must be visible ASCII and long enough to be secret.
+    if (keys.some((k) => !/^[\x21-\x7e]{16,512}$/.test(k)))
+        throw new Error();
+    return keys;
+};
+const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const logLevel = (raw) => {
+    const level = logLevels.find((l) => l === raw);
+    if (!level)
+        throw new Error();
+    return level;
+};
+const path = (raw) => {
+    if (raw === '' || raw.includes('\0'))
+        throw new Error();
+    return raw;
+};
+const originList = (raw) => {
+    const origins = raw
+        .split(',')
+        .map((o) => o.trim())
+        .filter((o) => o !== '');
+    for (const o of origins) {
+        const u = new URL(o);
+        // An origin is scheme, host and port only: anything more would never match a browser's.
+        if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.origin !== o)
+            throw new Error();
+    }
+    return origins;
+};
+const optionalPort = (raw) => (raw === 'off' ? null : integer(0, 65535)(raw));
+const rateLimitStore = (raw) => {
+    if (raw !== 'memory' && raw !== 'redis')
+        throw new Error();
+    return raw;
+};
+const redisUrl = (raw) => {
+    if (!/^rediss?:\/\//.test(raw))
+        throw new Error();
+    new URL(raw);
+    return raw;
+};
+const logFormats = ['json', 'pretty', 'auto'];
+const logFormat = (raw) => {
+    const format = logFormats.find((f) => f === raw);
+    if (!format)
+        throw new Error();
+    return format;
+};
+const text = (raw) => {
+    if (raw === '')
+        throw new Error();
+    return raw;
+};
+export const settings = [
+    {
+        key: 'port',
+        env: 'PORT',
+        default: '8080',
+        accepts: 'an integer from 0 to 65535',
+        description: 'TCP port of the API.',
+        parse: integer(0, 65535),
+    },
+    {
+        key: 'host',
+        env: 'HOST',
+        default: '127.0.0.1',
+        accepts: 'a host name or IP address',
+        description: 'Address the API listens on (`0.0.0.0` for every interface).',
+        parse: text,
+    },
+    {
+        key: 'workers',
+        env: 'PETSTORE_WORKERS',
+        default: '1',
+        accepts: 'an integer from 1 to 64',
+        description: 'Worker processes of `petstore serve`, all on the one port (`--workers` overrides it); 1 serves from a single process.',
+        parse: integer(1, 64),
+    },
+    {
+        key: 'databaseUrl',
+        env: 'PETSTORE_DATABASE_URL',
+        default: 'sqlite:./data/petstore.db',
+        accepts: '`sqlite:<path>` or `postgres://user@host:port/database`',
+        description: 'Where the catalogue is stored. A SQLite file and its folder are created on first start; a PostgreSQL database must exist (tables are created by migrations).',
+        parse: databaseUrl,
+    },
+    {
+        key: 'databasePoolSize',
+        env: 'PETSTORE_DATABASE_POOL_SIZE',
+        default: '10',
+        accepts: 'an integer from 1 to 1000',
+        description: 'PostgreSQL connections per process.',
+        parse: integer(1, 1000),
+    },
+    {
+        key: 'databaseTimeoutMs',
+        env: 'PETSTORE_DATABASE_TIMEOUT',
+        default: '5s',
+        accepts: 'a duration such as `5s` or `500ms`',
+        description: 'PostgreSQL: longest wait for a connection or a statement; past it the request answers 503.',
+        parse: duration,
+    },
+    {
+        key: 'rateLimitStore',
+        env: 'PETSTORE_RATE_LIMIT_STORE',
+        default: 'memory',
+        accepts: '`memory` or `redis`',
+        description: 'Where rate-limit counters live: `memory` is per process; `redis` is one budget shared by every instance and worker.',
+        parse: rateLimitStore,
+    },
+    {
+        key: 'redisUrl',
+        env: 'PETSTORE_REDIS_URL',
+        default: 'redis://127.0.0.1:6379',
+        accepts: 'a `redis://` URL',
+        description: 'Redis for shared rate limits (used when PETSTORE_RATE_LIMIT_STORE=redis).',
+        parse: redisUrl,
+    },
+    {
+        key: 'apiKeys',
+        env: 'PETSTORE_API_KEYS',
+        default: '',
+        accepts: 'comma-separated keys of 16 to 512 visible ASCII characters',
+        description: 'Keys accepted besides the stored ones. When set, no bootstrap key is created.',
+        parse: apiKeyList,
+    },
+    {
+        key: 'now',
+        env: 'PETSTORE_NOW',
+        default: '',
+        accepts: 'an ISO 8601 instant with a zone, e.g. `2030-12-05T00:00:00Z`',
+        description: 'Testing aid: the clock starts at this instant and runs on from there.',
+        parse: instant,
+    },
+    {
+        key: 'logLevel',
+        env: 'PETSTORE_LOG_LEVEL',
+        default: 'info',
+        accepts: logLevels.join(', '),
+        description: 'Least severe level that is logged.',
+        parse: logLevel,
+    },
+    {
+        key: 'productionUrl',
+        env: 'PETSTORE_PRODUCTION_URL',
+        default: 'https://petstore.example.com/v1',
+        accepts: 'an http(s) URL ending in /v1',
+        description: 'Production base address, the first `servers` entry of the OpenAPI document.',
+        parse: baseUrl,
+    },
+    {
+        key: 'stagingUrl',
+        env: 'PETSTORE_STAGING_URL',
+        default: 'https://staging.petstore.example.com/v1',
+        accepts: 'an http(s) URL ending in /v1',
+        description: 'Staging base address, the second `servers` entry of the OpenAPI document.',
+        parse: baseUrl,
+    },
+    {
+        key: 'deprecatedAt',
+        env: 'PETSTORE_GETPET_DEPRECATED_AT',
+        default: '2025-12-05T00:00:00Z',
+        accepts: 'an ISO 8601 instant with a zone, not after the sunset',
+        description: 'When `getPet` became deprecated; sent as `Deprecation: @<epoch-seconds>`.',
+        parse: instant,
+    },
+    {
+        key: 'rateLimitMax',
+        env: 'PETSTORE_RATE_LIMIT_MAX',
+        default: '6000',
+        accepts: 'an integer from 1 to 100000000',
+        description: 'Requests one API key may make per window.',
+        parse: integer(1, 100_000_000),
+    },
+    {
+        key: 'rateLimitWindowMs',
+        env: 'PETSTORE_RATE_LIMIT_WINDOW',
+        default: '60s',
+        accepts: 'a duration such as `60s`, `1m`, `1h`',
+        description: 'Length of the per-key rate-limit window.',
+        parse: duration,
+    },
+    {
+        key: 'authFailureLimitMax',
+        env: 'PETSTORE_AUTH_FAILURE_LIMIT_MAX',
+        default: '30',
+        accepts: 'an integer from 1 to 100000000',
+        description: 'Failed authentications one client address may make per window before it gets 429.',
+        parse: integer(1, 100_000_000),
+    },
+    {
+        key: 'authFailureWindowMs',
+        env: 'PETSTORE_AUTH_FAILURE_WINDOW',
+        default: '60s',
+        accepts: 'a duration such as `60s`, `1m`, `1h`',
+        description: 'Length of the failed-authentication window.',
+        parse: duration,
+    },
+    {
+        key: 'trustProxy',
+        env: 'PETSTORE_TRUST_PROXY',
+        default: 'false',
+        accepts: '`true` or `false`',
+        description: 'Trust `X-Forwarded-*` headers (client address, protocol, host) from a reverse proxy.',
+        parse: boolean,
+    },
+    {
+        key: 'shutdownTimeoutMs',
+        env: 'PETSTORE_SHUTDOWN_TIMEOUT',
+        default: '10s',
+        accepts: 'a duration such as `10s`',
+        description: 'How long SIGTERM waits for in-flight requests before closing anyway.',
+        parse: duration,
+    },
+    {
+        key: 'drainDelayMs',
+        env: 'PETSTORE_DRAIN_DELAY',
+        default: '5s',
+        accepts: 'a duration such as `5s` or `0s`',
+        description: 'After SIGTERM, how long readiness answers 503 while requests are still served, so load balancers stop routing here before the listener closes.',
+        parse: duration,
+    },
+    {
+        key: 'tlsCertPath',
+        env: 'PETSTORE_TLS_CERT',
+        default: '',
+        accepts: 'a file path (PEM), together with PETSTORE_TLS_KEY',
+        description: 'Certificate chain; with a key the API speaks HTTPS and sends `Strict-Transport-Security`.',
+        parse: path,
+    },
+    {
+        key: 'tlsKeyPath',
+        env: 'PETSTORE_TLS_KEY',
+        default: '',
+        accepts: 'a file path (PEM), together with PETSTORE_TLS_CERT',
+        description: 'Private key of the certificate.',
+        parse: path,
+    },
+    {
+        key: 'http2',
+        env: 'PETSTORE_HTTP2',
+        default: 'false',
+        accepts: '`true` or `false` (needs TLS)',
+        description: 'Offer HTTP/2 (with HTTP/1.1 fallback by ALPN).',
+        parse: boolean,
+    },
+    {
+        key: 'hstsMaxAgeSeconds',
+        env: 'PETSTORE_HSTS_MAX_AGE',
+        default: '31536000',
+        accepts: 'an integer number of seconds from 0 to 63072000',
+        description: '`max-age` of `Strict-Transport-Security`, sent only over TLS.',
+        parse: integer(0, 63_072_000),
+    },
+    {
+        key: 'corsOrigins',
+        env: 'PETSTORE_CORS_ORIGINS',
+        default: '',
+        accepts: 'comma-separated origins such as `https://app.example.com`',
+        description: 'Browser origins allowed to call the API; unset means CORS is off.',
+        parse: originList,
+    },
+    {
+        key: 'metricsPort',
+        env: 'PETSTORE_METRICS_PORT',
+        default: '9464',
+        accepts: 'an integer from 0 to 65535, or `off`',
+        description: 'Port of the Prometheus `GET /metrics` listener, separate from the API.',
+        parse: optionalPort,
+    },
+    {
+        key: 'metricsHost',
+        env: 'PETSTORE_METRICS_HOST',
+        default: '127.0.0.1',
+        accepts: 'a host name or IP address',
+        description: 'Address of the metrics listener: loopback unless you mean to expose it.',
+        parse: text,
+    },
+    {
+        key: 'logFormat',
+        env: 'PETSTORE_LOG_FORMAT',
+        default: 'auto',
+        accepts: '`json`, `pretty` or `auto`',
+        description: 'Log lines as JSON, or readable; `auto` is readable on a terminal and JSON otherwise.',
+        parse: logFormat,
+    },
+];
+const nullableWhenEmpty = new Set(['now', 'tlsCertPath', 'tlsKeyPath']);
+const emptyListWhenEmpty = new Set(['apiKeys', 'corsOrigins']);
+/** Parses `KEY=value` lines of a .env file; the real environment wins over it. */
+function readDotEnv(path) {
+    let content;
+    try {
+        content = readFileSync(path, 'utf8');
+    }
+    catch {
+        return {};
+    }
+    const out = {};
+    for (const line of content.split(/\r?\n/)) {
+        const m = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
+        if (!m || line.trimStart().startsWith('#'))
+            continue;
+        out[m[1]] = m[2].replace(/^(['"])(.*)\1$/, '$2');
+    }
+    return out;
+}
+export function loadConfig(env = process.env, dotEnvPath = '.env') {
+    const source = { ...(dotEnvPath ? readDotEnv(resolve(dotEnvPath)) : {}), ...env };
+    const problems = [];
+    const config = {};
+    for (const s of settings) {
+        const raw = source[s.env] ?? s.default;
+        if (raw === '' && (nullableWhenEmpty.has(s.key) || emptyListWhenEmpty.has(s.key))) {
+            config[s.key] = emptyListWhenEmpty.has(s.key) ? [] : null;
+            continue;
+        }
+        try {
+            config[s.key] = s.parse(raw);
+        }
+        catch {
+            problems.push(`${s.env}=${JSON.stringify(raw)} is invalid: expected ${s.accepts}`);
+        }
+    }
+    const result = config;
+    if (problems.length === 0 && result.deprecatedAt.getTime() > GETPET_SUNSET.getTime()) {
+        problems.push(`PETSTORE_GETPET_DEPRECATED_AT must not be after the sunset ${GETPET_SUNSET.toISOString()}`);
+    }
+    if (problems.length === 0 && (result.tlsCertPath === null) !== (result.tlsKeyPath === null)) {
+        problems.push('PETSTORE_TLS_CERT and PETSTORE_TLS_KEY must be set together');
+    }
+    if (problems.length === 0 && result.http2 && result.tlsCertPath === null) {
+        problems.push('PETSTORE_HTTP2=true needs PETSTORE_TLS_CERT and PETSTORE_TLS_KEY');
+    }
+    if (problems.length > 0)
+        throw new ConfigError(problems);
+    return result;
+}
+/** Removal date of getPet, fixed by the interface specification. */
+export const GETPET_SUNSET = new Date('2030-12-05T00:00:00Z');
+/** Settings for tests and tools: the defaults with some overridden. */
+export function configWith(overrides = {}) {
+    return { ...loadConfig({}, null), ...overrides };
+}
+//# sourceMappingURL=config.js.map

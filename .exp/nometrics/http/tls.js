@@ -1,0 +1,82 @@
+// HTTPS and HTTP/2 served by the service itself, from a PEM certificate and key read at start.
+import { readFileSync } from 'node:fs';
+import { createSecureContext } from 'node:tls';
+import { ConfigError } from '../config.js';
+function readPem(variable, path, problems) {
+    try {
+        return readFileSync(path);
+    }
+    catch (err) {
+        const reason = err.code ?? 'unreadable';
+        problems.push(`${variable}=${JSON.stringify(path)} cannot be read (${reason}): expected a PEM file`);
+        return null;
+    }
+}
+/**
+ * Reads the certificate and key named by the settings; undefined when TLS is off. A missing
+ * file, a malformed PEM or a key that does not belong to the certificate stops the start here,
+ * naming the settings, rather than at the first handshake.
+ */
+export function loadTls(config) {
+    if (config.tlsCertPath === null || config.tlsKeyPath === null)
+        return undefined;
+    const problems = [];
+    const cert = readPem('PETSTORE_TLS_CERT', config.tlsCertPath, problems);
+    const key = readPem('PETSTORE_TLS_KEY', config.tlsKeyPath, problems);
+    if (cert === null || key === null)
+        throw new ConfigError(problems);
+    try {
+        createSecureContext({ cert, key });
+    }
+    catch (err) {
+        throw new ConfigError([
+            `PETSTORE_TLS_CERT and PETSTORE_TLS_KEY do not make a usable certificate and key: ${err.message}`,
+        ]);
+    }
+    return { cert, key, http2: config.http2 };
+}
+/**
+ * Fastify's server options for the material. Its types tie the instance's type to the kind of
+ * server; the app only uses what HTTP/1 and HTTP/2 compatibility requests share (headers, URL,
+ * client address), so the instance keeps its HTTP/1 type and these options stay opaque.
+ */
+export function tlsServerOptions(tls) {
+    if (!tls)
+        return {};
+    const https = { cert: tls.cert, key: tls.key };
+    return tls.http2 ? { http2: true, https: { ...https, allowHTTP1: true } } : { https };
+}
+/** Headers every response carries because of the transport: HSTS, over TLS only. */
+export function transportHeaders(tls, hstsMaxAgeSeconds) {
+    return tls ? { 'strict-transport-security': `max-age=${hstsMaxAgeSeconds}` } : {};
+}
+/**
+ * Asks the client to send its next request over a new connection: `Connection: close` on
+ * HTTP/1, where HTTP/2 forbids that header and takes a GOAWAY instead (streams in flight finish).
+ */
+export function closeConnectionAfterResponse(request, reply) {
+    if (request.raw.httpVersionMajor >= 2) {
+        const stream = request.raw.stream;
+        stream.session?.close();
+    }
+    else {
+        reply.header('connection', 'close');
+    }
+}
+/**
+ * Node's HTTP/2 server closes only idle HTTP/1 fallback connections on close; its sessions would
+ * hold the close open until they time out, so each gets a GOAWAY and ends once its streams finish.
+ */
+export function closeHttp2SessionsOnClose(app) {
+    const server = app.server;
+    const sessions = new Set();
+    server.on('session', (session) => {
+        sessions.add(session);
+        session.once('close', () => sessions.delete(session));
+    });
+    app.addHook('preClose', async () => {
+        for (const session of sessions)
+            session.close();
+    });
+}
+//# sourceMappingURL=tls.js.map

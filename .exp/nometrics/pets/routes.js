@@ -1,0 +1,140 @@
+import { Type } from '@sinclair/typebox';
+import { ApiError } from '../errors.js';
+import { isSunset } from './deprecation.js';
+import { PageCache } from './page-cache.js';
+import { errorResponse, headers, withHeaders } from './responses.js';
+import { ListPetsQuery, NewPet, Pet, PetIdParams, Pets } from './schemas.js';
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+/** A body already serialized: a string with a JSON content type is sent as it is. */
+function sendSerialized(reply, body) {
+    return reply.type(JSON_CONTENT_TYPE).send(body);
+}
+const SAFE_HOST = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
+function requestOrigin(request, fallback) {
+    return SAFE_HOST.test(request.host) ? `${request.protocol}://${request.host}` : fallback;
+}
+const IdempotencyHeaders = Type.Object({
+    'idempotency-key': Type.Optional(Type.String({
+        minLength: 1,
+        maxLength: 255,
+        pattern: '^[\\x21-\\x7e]+$',
+        'x-pattern-message': 'must be visible ASCII characters, without spaces',
+        description: 'Makes the request safe to retry: a retry with the same key and body within 24 hours returns the original pet instead of creating another.',
+    })),
+});
+export async function petRoutes(app, opts) {
+    const r = app.withTypeProvider();
+    const { service, clock, deprecatedCalls } = opts;
+    const pages = new PageCache();
+    r.get('/v1/pets', {
+        config: { operation: 'listPets' },
+        schema: {
+            operationId: 'listPets',
+            summary: 'List all animals',
+            description: 'Returns animals in ascending id order. When more exist, the response carries `Link: <...>; rel="next"` with the full URL of the next page.',
+            tags: ['animals'],
+            querystring: ListPetsQuery,
+            response: {
+                200: withHeaders(Pets, 'A page of animals.', {
+                    Link: headers.link,
+                    ...headers.rateLimit,
+                }),
+                400: errorResponse('`limit`, `status` or `cursor` is invalid.'),
+                401: errorResponse('API key missing or invalid.', headers.challenge),
+                429: errorResponse('Rate limit exceeded.', headers.retryAfter),
+            },
+        },
+    }, async (request, reply) => {
+        const query = request.query;
+        const version = request.dataVersion;
+        const key = PageCache.key(query.limit, query.status, query.cursor);
+        let page = version === undefined ? undefined : pages.get(key, version);
+        if (page === undefined) {
+            const found = await service.listPage(query);
+            // The route's own 200 serializer, so a cached page is byte for byte a fresh one.
+            page = { body: reply.serialize(found.pets), nextCursor: found.nextCursor };
+            if (version !== undefined)
+                pages.set(key, version, page);
+        }
+        if (page.nextCursor !== null) {
+            // Every part is URL-safe as it stands (an integer, a status name, a base64url cursor), so
+            // the query is joined as a string rather than through URLSearchParams, on every page.
+            const status = query.status ? `&status=${query.status}` : '';
+            const origin = requestOrigin(request, opts.fallbackOrigin);
+            reply.header('link', `<${origin}/v1/pets?limit=${query.limit}${status}&cursor=${page.nextCursor}>; rel="next"`);
+        }
+        return sendSerialized(reply, page.body);
+    });
+    r.post('/v1/pets', {
+        config: { operation: 'createPet' },
+        schema: {
+            operationId: 'createPet',
+            summary: 'Add an animal',
+            description: 'Adds an animal. A 201 means the animal is stored durably. Send `Idempotency-Key` to make retries safe.',
+            tags: ['animals'],
+            headers: IdempotencyHeaders,
+            body: NewPet,
+            response: {
+                201: withHeaders(Pet, 'Animal added.', {
+                    Location: headers.location,
+                    'Idempotent-Replayed': headers.replayed,
+                    ...headers.rateLimit,
+                }),
+                400: errorResponse('Body missing, required fields absent, or values invalid.'),
+                401: errorResponse('API key missing or invalid.', headers.challenge),
+                409: errorResponse('A request with this Idempotency-Key is still in progress.', headers.retryAfter),
+                413: errorResponse('Request body larger than 64 KiB.'),
+                415: errorResponse('Request body is not application/json.'),
+                422: errorResponse('Idempotency-Key reused with a different body.'),
+                429: errorResponse('Rate limit exceeded.', headers.retryAfter),
+            },
+        },
+    }, async (request, reply) => {
+        const body = request.body;
+        const pet = { name: body.name, categoryId: body.categoryId };
+        if (body.status !== undefined)
+            pet.status = body.status;
+        const idempotencyKey = request.headers['idempotency-key'];
+        const result = await service.create(pet, request.apiKey.id, idempotencyKey);
+        reply.code(201).header('location', `/v1/pets/${result.pet.id}`);
+        if (result.replayed)
+            reply.header('idempotent-replayed', 'true');
+        return result.pet;
+    });
+    r.get('/v1/pets/:petId', {
+        config: { operation: 'getPet', deprecated: true },
+        // Runs after authentication: the sunset answer, and the count of who still calls.
+        onRequest: async (request) => {
+            if (isSunset(clock.now())) {
+                throw new ApiError('gone', 'getPet was removed on 2030-12-05; use GET /v1/pets');
+            }
+            deprecatedCalls.record(request.log, 'getPet', request.apiKey);
+        },
+        schema: {
+            operationId: 'getPet',
+            summary: 'Get an animal',
+            description: 'Deprecated: removed on 5 December 2030, after which it answers 410. Use `GET /pets` with the `status` filter instead.',
+            deprecated: true,
+            tags: ['animals'],
+            params: PetIdParams,
+            response: {
+                200: withHeaders(Pet, 'Animal found.', { ...headers.deprecation, ...headers.rateLimit }),
+                400: errorResponse('`petId` is not a 64-bit integer.', headers.deprecation),
+                401: errorResponse('API key missing or invalid.', {
+                    ...headers.challenge,
+                    ...headers.deprecation,
+                }),
+                404: errorResponse('No animal with that identifier.', headers.deprecation),
+                410: errorResponse('The operation is past its sunset.', headers.deprecation),
+                429: errorResponse('Rate limit exceeded.', {
+                    ...headers.retryAfter,
+                    ...headers.deprecation,
+                }),
+            },
+        },
+    }, async (request) => service.get(request.params.petId));
+    app.get('/v1/store/orders', { config: { operation: 'listOrders' }, schema: { hide: true } }, async () => {
+        throw new ApiError('not_implemented', 'store orders are not implemented by this service');
+    });
+}
+//# sourceMappingURL=routes.js.map

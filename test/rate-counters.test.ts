@@ -1,0 +1,43 @@
+// The in-memory fixed windows behind the rate limits (the HTTP side is in rate-limit.test.ts).
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import type { FastifyRequest } from 'fastify'
+import { type LimitState, memoryCounter } from '../src/auth/rate-counters.js'
+
+const request = (name: string) => ({ name }) as unknown as FastifyRequest
+const keyOf = (r: FastifyRequest) => (r as unknown as { name: string }).name
+
+test('a window opens at the first request, counts down, and a new one opens when it ends', (t) => {
+  t.mock.timers.enable({ apis: ['Date'], now: 1_000_000 })
+  const count = memoryCounter({ max: 2, windowMs: 10_000 }, keyOf)
+  assert.deepEqual(count(request('a')), {
+    max: 2,
+    remaining: 1,
+    ttlInSeconds: 10,
+    isExceeded: false,
+  })
+  t.mock.timers.tick(2_500)
+  assert.deepEqual(count(request('a')), {
+    max: 2,
+    remaining: 0,
+    ttlInSeconds: 8,
+    isExceeded: false,
+  })
+  assert.deepEqual(count(request('a')), { max: 2, remaining: 0, ttlInSeconds: 8, isExceeded: true })
+  // Another key has a window of its own.
+  assert.deepEqual(count(request('b')), {
+    max: 2,
+    remaining: 1,
+    ttlInSeconds: 10,
+    isExceeded: false,
+  })
+  t.mock.timers.tick(7_499)
+  assert.equal((count(request('a')) as LimitState).isExceeded, true)
+  t.mock.timers.tick(1)
+  assert.deepEqual(count(request('a')), {
+    max: 2,
+    remaining: 1,
+    ttlInSeconds: 10,
+    isExceeded: false,
+  })
+})
