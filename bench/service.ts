@@ -9,6 +9,8 @@ import { join, resolve } from 'node:path'
 
 export const ROOT = resolve(import.meta.dirname, '..')
 const CLI = join(ROOT, 'dist', 'cli', 'main.js')
+/** Node's flags for the service, as `npm start`, the `petstore` bin and deploy/*.service give them. */
+const NODE_FLAGS = ['--no-memory-reducer']
 
 export interface Running {
   child: ChildProcess
@@ -111,11 +113,15 @@ export async function startService(dir: string, cpu: number, logFile: string): P
   const port = await freePort()
   const log = openSync(logFile, 'a')
   const started = performance.now()
-  const child = spawn('taskset', ['-c', String(cpu), process.execPath, CLI, 'serve'], {
-    env: serviceEnv(dir, port),
-    cwd: dir,
-    stdio: ['ignore', log, log],
-  })
+  const child = spawn(
+    'taskset',
+    ['-c', String(cpu), process.execPath, ...NODE_FLAGS, CLI, 'serve'],
+    {
+      env: serviceEnv(dir, port),
+      cwd: dir,
+      stdio: ['ignore', log, log],
+    },
+  )
   closeSync(log)
   const died = exited(child)
   died.catch(() => {})

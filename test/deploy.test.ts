@@ -306,7 +306,7 @@ async function runUnit(
   const execStart = value(unit, 'Service', 'ExecStart')
   assert.match(execStart, /^[^-@:+!$][^$]*$/, 'ExecStart has no prefix or variable to emulate')
   const argv = words(execStart).map(map)
-  assert.deepEqual(argv, [process.execPath, MAIN, 'serve'])
+  assert.deepEqual(argv, [process.execPath, '--no-memory-reducer', MAIN, 'serve'])
   const proc = launch(t, argv, {
     cwd: map(value(unit, 'Service', 'WorkingDirectory')),
     env: serviceEnvironment(unit, instance, paths),
@@ -333,7 +333,7 @@ describe('deploy/petstore.service and deploy/petstore@.service', { concurrency: 
     const expected: Record<string, string> = {
       User: 'petstore',
       WorkingDirectory: '/opt/petstore',
-      ExecStart: '/usr/bin/node /opt/petstore/dist/cli/main.js serve',
+      ExecStart: '/usr/bin/node --no-memory-reducer /opt/petstore/dist/cli/main.js serve',
       Restart: 'on-failure',
       KillSignal: 'SIGTERM',
       NoNewPrivileges: 'yes',

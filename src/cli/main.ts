@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --no-memory-reducer
 // The `petstore` command: one entry for everything an operator does.
 import cluster from 'node:cluster'
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander'
