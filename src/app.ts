@@ -113,9 +113,18 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const isDraining = deps.isDraining ?? (() => false)
   const deprecation = deprecationHeaders(config.deprecatedAt)
   app.decorateRequest('dataVersion', undefined)
+  // Read once per request, first: every cache the request consults is checked against the same
+  // moment. A store that cannot answer gives no version, so nothing cached is used and the
+  // request's own query reports the failure (health checks never depend on it).
+  const currentDataVersion = (): number | undefined => {
+    try {
+      return store.dataVersion?.()
+    } catch {
+      return undefined
+    }
+  }
   app.addHook('onRequest', async (request, reply) => {
-    // Read once, first: every cache this request consults is checked against the same moment.
-    request.dataVersion = store.dataVersion?.()
+    request.dataVersion = currentDataVersion()
     reply.header('x-request-id', request.id)
     reply.header('cache-control', 'no-store')
     reply.headers(transport)

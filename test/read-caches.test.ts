@@ -110,4 +110,25 @@ describe('read caches over SQLite', () => {
     const res = await a.call({ method: 'GET', url: '/v1/pets?cursor=' })
     assert.equal(res.statusCode, 400)
   })
+
+  test('a store that cannot give its data version is simply not cached over', async (t) => {
+    let failing = false
+    const a = await testApp(t, {
+      wrapStore: (store) =>
+        Object.assign(Object.create(store), {
+          dataVersion: () => {
+            if (failing) throw new Error('SQLITE_IOERR: disk I/O error')
+            return store.dataVersion!()
+          },
+        }),
+    })
+    await seedPets(a, 1)
+    assert.equal((await a.call({ method: 'GET', url: '/v1/pets' })).statusCode, 200)
+    failing = true
+    assert.equal((await a.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200)
+    await seedPets(a, 1)
+    const res = await a.call({ method: 'GET', url: '/v1/pets' })
+    assert.equal(res.statusCode, 200)
+    assert.equal((json(res) as unknown[]).length, 2)
+  })
 })
