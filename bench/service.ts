@@ -6,6 +6,7 @@ import { closeSync, openSync, readFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { createServer } from 'node:net'
 import { join, resolve } from 'node:path'
+import { runCommand } from './wrk.js'
 
 export const ROOT = resolve(import.meta.dirname, '..')
 const CLI = join(ROOT, 'dist', 'cli', 'main.js')
@@ -51,25 +52,7 @@ export function serviceEnv(dir: string, port: number): NodeJS.ProcessEnv {
 }
 
 function cli(args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<string> {
-  return new Promise((ok, fail) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      env,
-      cwd,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let out = ''
-    let err = ''
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString()
-    })
-    child.stderr.on('data', (d: Buffer) => {
-      err += d.toString()
-    })
-    child.on('error', fail)
-    child.on('close', (code) =>
-      code === 0 ? ok(out) : fail(new Error(`petstore ${args.join(' ')} exited ${code}: ${err}`)),
-    )
-  })
+  return runCommand(process.execPath, [CLI, ...args], { env, cwd })
 }
 
 /** Seeds the store (its own process, as an operator would) and returns the wall time in ms. */

@@ -23,9 +23,14 @@ export interface WrkRun {
   script?: string
 }
 
-function run(cmd: string, args: string[]): Promise<string> {
+/** Runs a command to its end and resolves with its stdout; a non-zero exit rejects with stderr. */
+export function runCommand(
+  cmd: string,
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
+): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(cmd, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] })
     let out = ''
     let err = ''
     child.stdout.on('data', (d: Buffer) => {
@@ -79,5 +84,5 @@ export async function wrk(r: WrkRun): Promise<WrkResult> {
   for (const h of r.headers) args.push('-H', h)
   if (r.script) args.push('-s', r.script)
   args.push(r.url)
-  return parseWrk(await run('taskset', args))
+  return parseWrk(await runCommand('taskset', args))
 }
