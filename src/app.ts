@@ -1,7 +1,6 @@
 // Builds the HTTP application from its dependencies; listening is left to the caller, so tests
 // build a fresh app per test and drive it in-process.
-import { randomUUID } from 'node:crypto'
-import type { IncomingMessage } from 'node:http'
+import type { Server } from 'node:http'
 import Fastify, {
   type FastifyInstance,
   type FastifyReply,
@@ -19,6 +18,7 @@ import { handleClientError, registerErrorHandling } from './http/error-handling.
 import { healthRoutes } from './http/health.js'
 import { isAcceptedJsonCharset, parseJsonBody } from './http/json-body.js'
 import { registerOpenApi } from './http/openapi.js'
+import { requestId } from './http/request-id.js'
 import { RequestLogController } from './http/request-log.js'
 import {
   closeConnectionAfterResponse,
@@ -31,6 +31,8 @@ import { createValidatorCompiler } from './http/validation.js'
 import './http/types.js'
 import { Metrics } from './observability/metrics.js'
 import { DeprecatedCallCounter, deprecationHeaders } from './pets/deprecation.js'
+import { canServeHotPath, createHotPath, serveHotPathFirst } from './pets/hot-path.js'
+import { PageCache } from './pets/page-cache.js'
 import { petRoutes } from './pets/routes.js'
 import { PetService } from './pets/service.js'
 import type { Store } from './storage/store.js'
@@ -52,14 +54,6 @@ export interface AppDependencies {
 
 export const BODY_LIMIT_BYTES = 64 * 1024
 const IDEMPOTENCY_PURGE_INTERVAL_MS = 60 * 60 * 1000
-
-/** An incoming X-Request-Id is echoed when it is sane; otherwise the service makes one. */
-function requestId(req: IncomingMessage): string {
-  const incoming = req.headers['x-request-id']
-  return typeof incoming === 'string' && /^[A-Za-z0-9._:@-]{1,128}$/.test(incoming)
-    ? incoming
-    : randomUUID()
-}
 
 export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
   const { config, store } = deps
@@ -144,7 +138,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   })
 
   await registerCors(app, config.corsOrigins)
-  await registerAuth(app, {
+  const admit = await registerAuth(app, {
     verifier: new ApiKeyVerifier(store, clock, config.apiKeys),
     rateLimit: { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs },
     authFailureLimit: { max: config.authFailureLimitMax, windowMs: config.authFailureWindowMs },
@@ -155,15 +149,31 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await app.register(docsPage, { specUrl: '/v1/openapi.json' })
 
   const service = new PetService(store, clock)
+  const pages = new PageCache()
+  const deprecatedCalls = new DeprecatedCallCounter((operation, keyName) =>
+    metrics.deprecatedCall(operation, keyName),
+  )
+  const fallbackOrigin = new URL(config.productionUrl).origin
   await app.register(healthRoutes, { store, isDraining })
-  await app.register(petRoutes, {
-    service,
-    clock,
-    deprecatedCalls: new DeprecatedCallCounter((operation, keyName) =>
-      metrics.deprecatedCall(operation, keyName),
-    ),
-    fallbackOrigin: new URL(config.productionUrl).origin,
-  })
+  await app.register(petRoutes, { service, clock, deprecatedCalls, fallbackOrigin, pages })
+  // HTTP/2 requests take other objects; counters in Redis cannot answer synchronously.
+  if (admit !== null && canServeHotPath(store) && !deps.tls?.http2) {
+    const hot = createHotPath({
+      admit,
+      store,
+      pages,
+      logger: app.log,
+      metrics,
+      clock,
+      deprecatedCalls,
+      deprecation,
+      transport,
+      isDraining,
+      trustProxy: config.trustProxy,
+      fallbackOrigin,
+    })
+    serveHotPathFirst(app.server as Server, hot)
+  }
 
   const purge = () =>
     service.purgeExpiredIdempotencyKeys().catch((err) => app.log.warn({ err }, 'purge failed'))

@@ -2,14 +2,14 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { FastifyRequest } from 'fastify'
-import { type LimitState, memoryCounter } from '../src/auth/rate-counters.js'
+import { type LimitState, MemoryWindows, memoryCounter } from '../src/auth/rate-counters.js'
 
 const request = (name: string) => ({ name }) as unknown as FastifyRequest
 const keyOf = (r: FastifyRequest) => (r as unknown as { name: string }).name
 
 test('a window opens at the first request, counts down, and a new one opens when it ends', (t) => {
   t.mock.timers.enable({ apis: ['Date'], now: 1_000_000 })
-  const count = memoryCounter({ max: 2, windowMs: 10_000 }, keyOf)
+  const count = memoryCounter(new MemoryWindows({ max: 2, windowMs: 10_000 }), keyOf)
   assert.deepEqual(count(request('a')), {
     max: 2,
     remaining: 1,
@@ -40,4 +40,20 @@ test('a window opens at the first request, counts down, and a new one opens when
     ttlInSeconds: 10,
     isExceeded: false,
   })
+})
+
+test('wouldExceed tells whether one more request would pass the budget, and counts nothing', (t) => {
+  t.mock.timers.enable({ apis: ['Date'], now: 1_000_000 })
+  const windows = new MemoryWindows({ max: 2, windowMs: 10_000 })
+  assert.equal(windows.wouldExceed('a'), false)
+  windows.take('a')
+  assert.equal(windows.wouldExceed('a'), false)
+  assert.equal(windows.wouldExceed('a'), false)
+  windows.take('a')
+  assert.equal(windows.wouldExceed('a'), true)
+  assert.equal(windows.wouldExceed('b'), false)
+  // Asking did not count: the second take left the window exactly at its budget.
+  assert.deepEqual(windows.take('a'), { max: 2, remaining: 0, ttlInSeconds: 10, isExceeded: true })
+  t.mock.timers.tick(10_000)
+  assert.equal(windows.wouldExceed('a'), false)
 })

@@ -74,6 +74,8 @@ describe('serve --workers on SQLite', () => {
   }, async (t) => {
     const h = serviceHarness(t)
     const service = await h.start(['--workers', '2'], { PETSTORE_METRICS_PORT: '0' })
+    // The metrics line is a write of its own after the listening line: wait for it too.
+    await service.waitFor(/^petstore metrics on /m)
     const out = service.stdout()
     const keys = out.match(BOOTSTRAP_KEY) ?? []
     assert.equal(keys.length, 1, out)

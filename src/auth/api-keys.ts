@@ -77,14 +77,8 @@ export class ApiKeyVerifier {
 
   /** `version`: the store's dataVersion as the request began (remembered keys hold only at it). */
   async verify(presented: string, version?: number): Promise<AuthenticatedKey | null> {
-    const known = this.remembered.get(presented)
-    if (
-      known !== undefined &&
-      (known.version === -1 || known.version === version) &&
-      (known.record === null || this.isActive(known.record))
-    ) {
-      return known.identity
-    }
+    const known = this.recall(presented, version)
+    if (known !== undefined) return known
     const m = KEY_PATTERN.exec(presented)
     if (m) {
       const record = await this.store.findApiKey(m[1]!)
@@ -102,6 +96,22 @@ export class ApiKeyVerifier {
     }
     if (match !== null) this.remember(presented, { version: -1, identity: match, record: null })
     return match
+  }
+
+  /**
+   * The key's identity when it matched before and still holds at `version`, without a lookup;
+   * undefined when only the store can tell (never seen, another version, expired meanwhile).
+   */
+  recall(presented: string, version: number | undefined): AuthenticatedKey | undefined {
+    const known = this.remembered.get(presented)
+    if (
+      known !== undefined &&
+      (known.version === -1 || known.version === version) &&
+      (known.record === null || this.isActive(known.record))
+    ) {
+      return known.identity
+    }
+    return undefined
   }
 
   private remember(presented: string, entry: Remembered): void {

@@ -3,8 +3,15 @@ import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Redis } from 'ioredis'
 import { ApiError } from '../errors.js'
-import type { ApiKeyVerifier } from './api-keys.js'
-import { type LimitState, memoryCounter, pluginCounter, type RateCounter } from './rate-counters.js'
+import type { ApiKeyVerifier, AuthenticatedKey } from './api-keys.js'
+import {
+  type Limit,
+  type LimitState,
+  MemoryWindows,
+  memoryCounter,
+  pluginCounter,
+  type RateCounter,
+} from './rate-counters.js'
 
 export interface AuthOptions {
   verifier: ApiKeyVerifier
@@ -33,7 +40,7 @@ function requiresAuth(request: FastifyRequest): boolean {
 }
 
 /** The bearer token, '' for a Bearer header without a usable token, null for no Bearer header. */
-function bearerToken(header: string | undefined): string | null {
+export function bearerToken(header: string | undefined): string | null {
   if (header === undefined) return null
   const m = /^Bearer(?: +(.*))?$/i.exec(header.trim())
   if (!m) return null
@@ -41,19 +48,20 @@ function bearerToken(header: string | undefined): string | null {
   return /^[\x21-\x7e]+$/.test(token) ? token : ''
 }
 
-/** The two fields of draft-ietf-httpapi-ratelimit-headers, e.g. `"default";q=6000;w=60`. */
-function setRateLimitFields(
-  reply: FastifyReply,
-  policy: string,
-  limit: { max: number; windowMs: number },
-  s: LimitState | null,
-) {
-  reply.header(
-    'ratelimit-policy',
-    `"${policy}";q=${limit.max};w=${Math.ceil(limit.windowMs / 1000)}`,
-  )
+/** `RateLimit-Policy` of draft-ietf-httpapi-ratelimit-headers, e.g. `"default";q=6000;w=60`. */
+export function rateLimitPolicyField(policy: string, limit: Limit): string {
+  return `"${policy}";q=${limit.max};w=${Math.ceil(limit.windowMs / 1000)}`
+}
+
+/** `RateLimit` of the same draft: what is left of the window, e.g. `"default";r=5999;t=60`. */
+export function rateLimitField(policy: string, s: LimitState): string {
+  return `"${policy}";r=${s.remaining};t=${Math.max(0, s.ttlInSeconds)}`
+}
+
+function setRateLimitFields(reply: FastifyReply, policy: string, limit: Limit, s: LimitState | null) {
+  reply.header('ratelimit-policy', rateLimitPolicyField(policy, limit))
   // With the counter store unreachable the remaining budget is unknown, so it is not claimed.
-  if (s) reply.header('ratelimit', `"${policy}";r=${s.remaining};t=${Math.max(0, s.ttlInSeconds)}`)
+  if (s) reply.header('ratelimit', rateLimitField(policy, s))
 }
 
 function rateLimited(s: LimitState, message: string): ApiError {
@@ -62,20 +70,53 @@ function rateLimited(s: LimitState, message: string): ApiError {
   })
 }
 
-export async function registerAuth(app: FastifyInstance, opts: AuthOptions): Promise<void> {
+/** A request the hot path may answer, as authentication and the rate limit saw it. */
+export interface Admitted {
+  key: AuthenticatedKey
+  /** The values of the `RateLimit-Policy` and `RateLimit` response fields. */
+  rateLimitPolicy: string
+  rateLimit: string
+}
+
+/**
+ * Admits, synchronously, a request whose key matched before (still valid at `version`) and whose
+ * budget has room, counting it as the hook would. Anything else returns null with nothing counted,
+ * so that the hook can take the request from the start: an unknown key, a failed or missing
+ * header, a budget used up.
+ */
+export type Admit = (authorization: string | undefined, version: number | undefined) => Admitted | null
+
+const perKeyCounterName = (keyId: string | undefined) => `default:${keyId}`
+
+/**
+ * Registers the authentication hook; returns the hot path's `admit` when the counters live in
+ * this process (with Redis every count is a round trip, so there is no synchronous answer).
+ */
+export async function registerAuth(app: FastifyInstance, opts: AuthOptions): Promise<Admit | null> {
   // Counters are named by policy and key id (or client address), never by the key itself, and
   // applied from our own hook so that authentication always comes first.
-  const perKeyName = (req: FastifyRequest) => `default:${req.apiKey?.id}`
+  const perKeyName = (req: FastifyRequest) => perKeyCounterName(req.apiKey?.id)
   const perAddressName = (req: FastifyRequest) => `auth-failures:${req.ip}`
   let perKey: RateCounter
   let perAddress: RateCounter
+  let admit: Admit | null = null
   if (opts.redis) {
     await app.register(rateLimit, { global: false, redis: opts.redis, nameSpace: REDIS_NAMESPACE })
     perKey = pluginCounter(app, opts.rateLimit, perKeyName)
     perAddress = pluginCounter(app, opts.authFailureLimit, perAddressName)
   } else {
-    perKey = memoryCounter(opts.rateLimit, perKeyName)
-    perAddress = memoryCounter(opts.authFailureLimit, perAddressName)
+    const perKeyWindows = new MemoryWindows(opts.rateLimit)
+    perKey = memoryCounter(perKeyWindows, perKeyName)
+    perAddress = memoryCounter(new MemoryWindows(opts.authFailureLimit), perAddressName)
+    const policy = rateLimitPolicyField('default', opts.rateLimit)
+    admit = (authorization, version) => {
+      const token = bearerToken(authorization)
+      const key = token ? opts.verifier.recall(token, version) : undefined
+      if (key === undefined) return null
+      const name = perKeyCounterName(key.id)
+      if (perKeyWindows.wouldExceed(name)) return null
+      return { key, rateLimitPolicy: policy, rateLimit: rateLimitField('default', perKeyWindows.take(name)) }
+    }
   }
 
   // An unreachable counter store (Redis down) fails open: requests are served without a limit
@@ -135,4 +176,5 @@ export async function registerAuth(app: FastifyInstance, opts: AuthOptions): Pro
       throw rateLimited(usage, 'rate limit of this API key exceeded')
     }
   })
+  return admit
 }

@@ -25,27 +25,41 @@ const MAX_COUNTERS = 100_000
  * key's first request and lasts windowMs), counted synchronously: going through the plugin's
  * limiter, with its promises and route lookups, cost ~8 µs of every request (bench/README).
  */
-export function memoryCounter(
-  limit: Limit,
-  keyOf: (request: FastifyRequest) => string,
-): RateCounter {
-  const windows = new LruMap<{ count: number; startMs: number }>(MAX_COUNTERS)
-  return (request) => {
-    const key = keyOf(request)
+export class MemoryWindows {
+  private readonly windows = new LruMap<{ count: number; startMs: number }>(MAX_COUNTERS)
+
+  constructor(private readonly limit: Limit) {}
+
+  /** Counts one request against the key's budget. */
+  take(key: string): LimitState {
+    const { max, windowMs } = this.limit
     const now = Date.now()
-    let w = windows.get(key)
-    if (w === undefined || w.startMs + limit.windowMs <= now) {
+    let w = this.windows.get(key)
+    if (w === undefined || w.startMs + windowMs <= now) {
       w = { count: 0, startMs: now }
-      windows.set(key, w)
+      this.windows.set(key, w)
     }
     w.count++
     return {
-      max: limit.max,
-      remaining: Math.max(0, limit.max - w.count),
-      ttlInSeconds: Math.ceil((limit.windowMs - (now - w.startMs)) / 1000),
-      isExceeded: w.count > limit.max,
+      max,
+      remaining: Math.max(0, max - w.count),
+      ttlInSeconds: Math.ceil((windowMs - (now - w.startMs)) / 1000),
+      isExceeded: w.count > max,
     }
   }
+
+  /** Whether taking one more request now would exceed the budget; counts nothing. */
+  wouldExceed(key: string): boolean {
+    const w = this.windows.get(key)
+    return w !== undefined && w.startMs + this.limit.windowMs > Date.now() && w.count >= this.limit.max
+  }
+}
+
+export function memoryCounter(
+  windows: MemoryWindows,
+  keyOf: (request: FastifyRequest) => string,
+): RateCounter {
+  return (request) => windows.take(keyOf(request))
 }
 
 /**

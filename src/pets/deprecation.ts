@@ -1,5 +1,4 @@
 // getPet is deprecated: the headers every response of it carries, and the count of who calls it.
-import type { FastifyBaseLogger } from 'fastify'
 import { GETPET_SUNSET } from '../config.js'
 
 export type DeprecationHeaders = Record<'deprecation' | 'sunset' | 'link', string>
@@ -17,6 +16,11 @@ export function isSunset(now: Date): boolean {
   return now.getTime() >= GETPET_SUNSET.getTime()
 }
 
+/** Where the line about each call goes: a request's logger, or the hot path's. */
+export interface WarnLog {
+  warn(fields: object, msg: string): void
+}
+
 /**
  * Counts calls to the deprecated operation per API key and logs each with the running count;
  * `onCall` hears of each call too (the metrics' count by key name).
@@ -26,7 +30,7 @@ export class DeprecatedCallCounter {
 
   constructor(private readonly onCall?: (operation: string, apiKeyName: string) => void) {}
 
-  record(log: FastifyBaseLogger, operation: string, key: { id: string; name: string }): number {
+  record(log: WarnLog, operation: string, key: { id: string; name: string }): number {
     const n = (this.counts.get(key.id) ?? 0) + 1
     this.counts.set(key.id, n)
     log.warn(

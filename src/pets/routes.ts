@@ -6,6 +6,7 @@ import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
 import type { NewPet as NewPetRecord } from '../storage/store.js'
 import { type DeprecatedCallCounter, isSunset } from './deprecation.js'
+import { nextPageLink } from './next-link.js'
 import { type CachedPage, PageCache } from './page-cache.js'
 import { errorResponse, headers, withHeaders } from './responses.js'
 import { ListPetsQuery, NewPet, Pet, PetIdParams, Pets } from './schemas.js'
@@ -17,19 +18,15 @@ export interface PetRoutesOptions {
   deprecatedCalls: DeprecatedCallCounter
   /** Origin used in next-page links when the request's Host cannot be trusted to form a URL. */
   fallbackOrigin: string
+  /** List pages as sent, shared with the hot path (src/pets/hot-path.ts). */
+  pages: PageCache
 }
 
-const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
 
 /** A body already serialized: a string with a JSON content type is sent as it is. */
 function sendSerialized(reply: FastifyReply, body: string): FastifyReply {
   return reply.type(JSON_CONTENT_TYPE).send(body)
-}
-
-const SAFE_HOST = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/
-
-function requestOrigin(request: FastifyRequest, fallback: string): string {
-  return SAFE_HOST.test(request.host) ? `${request.protocol}://${request.host}` : fallback
 }
 
 const IdempotencyHeaders = Type.Object({
@@ -47,8 +44,7 @@ const IdempotencyHeaders = Type.Object({
 
 export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>()
-  const { service, clock, deprecatedCalls } = opts
-  const pages = new PageCache()
+  const { service, clock, deprecatedCalls, pages } = opts
 
   r.get(
     '/v1/pets',
@@ -88,14 +84,8 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
         if (version !== undefined) pages.set(key, version, page)
       }
       if (page.nextCursor !== null) {
-        // Every part is URL-safe as it stands (an integer, a status name, a base64url cursor), so
-        // the query is joined as a string rather than through URLSearchParams, on every page.
-        const status = query.status ? `&status=${query.status}` : ''
-        const origin = requestOrigin(request, opts.fallbackOrigin)
-        reply.header(
-          'link',
-          `<${origin}/v1/pets?limit=${query.limit}${status}&cursor=${page.nextCursor}>; rel="next"`,
-        )
+        const { protocol, host } = request
+        reply.header('link', nextPageLink(protocol, host, opts.fallbackOrigin, query, page.nextCursor))
       }
       return sendSerialized(reply, page.body)
     },

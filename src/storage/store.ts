@@ -56,6 +56,11 @@ export interface Store {
   listPets(query: PetPageQuery): Promise<Pet[]>
   getPet(id: bigint): Promise<Pet | null>
   /**
+   * getPet answered in the same turn, for adapters whose reads never wait (an embedded database);
+   * lets the HTTP hot path answer without leaving the request's turn. Others leave it out.
+   */
+  getPetNow?(id: bigint): Pet | null
+  /**
    * Adds a pet and resolves once it is durable. With `completes`, the idempotency claim is
    * completed in the same transaction, so a replay can never find a claim without its pet.
    */

@@ -152,6 +152,10 @@ export class SqliteStore implements Store {
   }
 
   async getPet(id: bigint): Promise<Pet | null> {
+    return this.getPetNow(id)
+  }
+
+  getPetNow(id: bigint): Pet | null {
     const row = this.statements.getPet.get(id)
     return row ? toPet(row) : null
   }
