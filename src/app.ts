@@ -157,7 +157,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await app.register(healthRoutes, { store, isDraining })
   await app.register(petRoutes, { service, clock, deprecatedCalls, fallbackOrigin, pages })
   // HTTP/2 requests take other objects; counters in Redis cannot answer synchronously.
-  if (admit !== null && canServeHotPath(store) && !deps.tls?.http2) {
+  if (config.hotPath && admit !== null && canServeHotPath(store) && !deps.tls?.http2) {
     const hot = createHotPath({
       admit,
       store,
@@ -169,6 +169,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       deprecation,
       transport,
       isDraining,
+      varyOrigin: config.corsOrigins.length > 0,
       trustProxy: config.trustProxy,
       fallbackOrigin,
     })

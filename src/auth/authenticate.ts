@@ -58,7 +58,12 @@ export function rateLimitField(policy: string, s: LimitState): string {
   return `"${policy}";r=${s.remaining};t=${Math.max(0, s.ttlInSeconds)}`
 }
 
-function setRateLimitFields(reply: FastifyReply, policy: string, limit: Limit, s: LimitState | null) {
+function setRateLimitFields(
+  reply: FastifyReply,
+  policy: string,
+  limit: Limit,
+  s: LimitState | null,
+) {
   reply.header('ratelimit-policy', rateLimitPolicyField(policy, limit))
   // With the counter store unreachable the remaining budget is unknown, so it is not claimed.
   if (s) reply.header('ratelimit', rateLimitField(policy, s))
@@ -84,7 +89,10 @@ export interface Admitted {
  * so that the hook can take the request from the start: an unknown key, a failed or missing
  * header, a budget used up.
  */
-export type Admit = (authorization: string | undefined, version: number | undefined) => Admitted | null
+export type Admit = (
+  authorization: string | undefined,
+  version: number | undefined,
+) => Admitted | null
 
 const perKeyCounterName = (keyId: string | undefined) => `default:${keyId}`
 
@@ -115,7 +123,11 @@ export async function registerAuth(app: FastifyInstance, opts: AuthOptions): Pro
       if (key === undefined) return null
       const name = perKeyCounterName(key.id)
       if (perKeyWindows.wouldExceed(name)) return null
-      return { key, rateLimitPolicy: policy, rateLimit: rateLimitField('default', perKeyWindows.take(name)) }
+      return {
+        key,
+        rateLimitPolicy: policy,
+        rateLimit: rateLimitField('default', perKeyWindows.take(name)),
+      }
     }
   }
 

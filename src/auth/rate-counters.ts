@@ -51,7 +51,9 @@ export class MemoryWindows {
   /** Whether taking one more request now would exceed the budget; counts nothing. */
   wouldExceed(key: string): boolean {
     const w = this.windows.get(key)
-    return w !== undefined && w.startMs + this.limit.windowMs > Date.now() && w.count >= this.limit.max
+    return (
+      w !== undefined && w.startMs + this.limit.windowMs > Date.now() && w.count >= this.limit.max
+    )
   }
 }
 

@@ -53,8 +53,21 @@ export class Metrics {
     registers: [this.registry],
   })
 
+  /** Kept as a plain number: counted on the hot path itself, read only at a scrape. */
+  private hotPathAnswers = 0
+
   constructor(opts: { processMetrics?: boolean } = {}) {
     const stats = () => this.store?.stats?.() ?? null
+    const hotPathAnswers = () => this.hotPathAnswers
+    new Counter({
+      name: 'petstore_http_hot_path_answers_total',
+      help: 'API requests answered by the hot path ahead of the framework (src/pets/hot-path.ts); a part of petstore_http_requests_total.',
+      registers: [this.registry],
+      collect() {
+        this.reset()
+        this.inc(hotPathAnswers())
+      },
+    })
     new Gauge({
       name: 'petstore_storage_connections',
       help: 'Storage connections in use and idle, and requests waiting for one.',
@@ -90,6 +103,10 @@ export class Metrics {
 
   requestCompleted({ operation, method, status }: RequestLabels, seconds: number): void {
     this.requests.record(operation, method, status, seconds)
+  }
+
+  hotPathAnswered(): void {
+    this.hotPathAnswers++
   }
 
   deprecatedCall(operation: string, apiKeyName: string): void {

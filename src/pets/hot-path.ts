@@ -14,8 +14,8 @@
 // sends the same requests through both and compares status, headers and body byte for byte.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { TLSSocket } from 'node:tls'
-import type { FastifyBaseLogger } from 'fastify'
 import fastJsonStringify from 'fast-json-stringify'
+import type { FastifyBaseLogger } from 'fastify'
 import type { Admit } from '../auth/authenticate.js'
 import type { Clock } from '../clock.js'
 import { requestId } from '../http/request-id.js'
@@ -26,7 +26,7 @@ import { type DeprecatedCallCounter, type DeprecationHeaders, isSunset } from '.
 import { nextPageLink } from './next-link.js'
 import { PageCache } from './page-cache.js'
 import { JSON_CONTENT_TYPE } from './routes.js'
-import { ListPetsQuery, Pet, type ListPetsQueryType, PetIdParams } from './schemas.js'
+import { ListPetsQuery, type ListPetsQueryType, Pet, PetIdParams } from './schemas.js'
 
 export interface HotPathOptions {
   admit: Admit
@@ -41,6 +41,8 @@ export interface HotPathOptions {
   /** Headers every response carries for its transport (HSTS over TLS), as the root hook sets them. */
   transport: Record<string, string>
   isDraining: () => boolean
+  /** CORS is on: @fastify/cors puts `Vary: Origin` on every response, with or without Origin. */
+  varyOrigin: boolean
   /** With a trusted proxy, forwarded headers change the client address, host and protocol. */
   trustProxy: boolean
   fallbackOrigin: string
@@ -101,6 +103,8 @@ export function createHotPath(o: HotPathOptions): HotPath {
   const validateQuery = compile({ schema: ListPetsQuery, httpPart: 'querystring' } as never)
   const validateParams = compile({ schema: PetIdParams, httpPart: 'params' } as never)
   const serializePet = fastJsonStringify(Pet as never) as (pet: PetRecord) => string
+  // Headers in the order the hooks set them: root (id, cache, transport, deprecation), CORS, auth.
+  const vary: Record<string, string> = o.varyOrigin ? { vary: 'Origin' } : {}
 
   /** The request's own side of the answer, or null when Fastify should take it. */
   const common = (req: IncomingMessage) => {
@@ -149,7 +153,11 @@ export function createHotPath(o: HotPathOptions): HotPath {
     a.res.writeHead(200, a.headers)
     a.res.end(a.body)
     const elapsedMs = performance.now() - a.started
-    metrics.requestCompleted({ operation: a.operation, method: 'GET', status: 200 }, elapsedMs / 1000)
+    metrics.requestCompleted(
+      { operation: a.operation, method: 'GET', status: 200 },
+      elapsedMs / 1000,
+    )
+    metrics.hotPathAnswered()
     logger.info(
       {
         requestId: a.id,
@@ -186,6 +194,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
       'x-request-id': id,
       'cache-control': 'no-store',
       ...o.transport,
+      ...vary,
       'ratelimit-policy': admitted.rateLimitPolicy,
       ratelimit: admitted.rateLimit,
     }
@@ -194,7 +203,16 @@ export function createHotPath(o: HotPathOptions): HotPath {
       const host = req.headers.host ?? ''
       headers.link = nextPageLink(protocol, host, o.fallbackOrigin, query, page.nextCursor)
     }
-    finish({ req, res, started, id, operation: 'listPets', apiKeyName: admitted.key.name, headers, body: page.body })
+    finish({
+      req,
+      res,
+      started,
+      id,
+      operation: 'listPets',
+      apiKeyName: admitted.key.name,
+      headers,
+      body: page.body,
+    })
     return true
   }
 
@@ -225,11 +243,21 @@ export function createHotPath(o: HotPathOptions): HotPath {
       'cache-control': 'no-store',
       ...o.transport,
       ...o.deprecation,
+      ...vary,
       'ratelimit-policy': admitted.rateLimitPolicy,
       ratelimit: admitted.rateLimit,
     }
     const body = serializePet(pet)
-    finish({ req, res, started, id, operation: 'getPet', apiKeyName: admitted.key.name, headers, body })
+    finish({
+      req,
+      res,
+      started,
+      id,
+      operation: 'getPet',
+      apiKeyName: admitted.key.name,
+      headers,
+      body,
+    })
     return true
   }
 

@@ -1,7 +1,7 @@
 // The three operations of the interface, plus the order path it refers to without defining.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
 import type { NewPet as NewPetRecord } from '../storage/store.js'
@@ -85,7 +85,10 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
       }
       if (page.nextCursor !== null) {
         const { protocol, host } = request
-        reply.header('link', nextPageLink(protocol, host, opts.fallbackOrigin, query, page.nextCursor))
+        reply.header(
+          'link',
+          nextPageLink(protocol, host, opts.fallbackOrigin, query, page.nextCursor),
+        )
       }
       return sendSerialized(reply, page.body)
     },

@@ -1,0 +1,314 @@
+// The hot path (src/pets/hot-path.ts) is invisible: two apps on one SQLite file, one with it and
+// one without (PETSTORE_HOT_PATH=false), get the same requests over real sockets, and every answer
+// must match the other's byte for byte: status, header names in order, header values, body, and
+// the request's log lines. The metric of hot-path answers shows which requests it took. (SQLite
+// only: the hot path needs a synchronous store.)
+import assert from 'node:assert/strict'
+import { request } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
+import { describe, type TestContext, test } from 'node:test'
+import Database from 'better-sqlite3'
+import { buildApp } from '../src/app.js'
+import { createApiKey } from '../src/auth/api-keys.js'
+import { manualClock } from '../src/clock.js'
+import { type Config, configWith } from '../src/config.js'
+import { Metrics } from '../src/observability/metrics.js'
+import { openSqliteStore, type SqliteStore } from '../src/storage/sqlite/sqlite-store.js'
+import { tempDir } from './support/app.js'
+
+interface Answer {
+  status: number
+  /** Names and values in the order they came, `date` left out. */
+  headers: [string, string][]
+  body: string
+}
+
+interface Served {
+  port: number
+  metrics: Metrics
+  logs: string[]
+}
+
+interface Pair {
+  hot: Served
+  plain: Served
+  key: string
+  store: SqliteStore
+  dir: string
+  clock: ReturnType<typeof manualClock>
+  draining: { on: boolean }
+}
+
+const ORIGIN = 'https://app.example.com'
+
+async function pair(t: TestContext, config: Partial<Config> = {}): Promise<Pair> {
+  const dir = tempDir(t)
+  const store = await openSqliteStore(join(dir, 'petstore.db'))
+  t.after(() => store.close())
+  const clock = manualClock(new Date('2026-01-15T12:00:00Z'))
+  const { key } = await createApiKey(store, clock, 'test-key')
+  const draining = { on: false }
+  const serve = async (hotPath: boolean): Promise<Served> => {
+    const logs: string[] = []
+    const metrics = new Metrics({ processMetrics: false })
+    const app = await buildApp({
+      config: configWith({ corsOrigins: [ORIGIN], ...config, hotPath }),
+      store,
+      clock,
+      metrics,
+      isDraining: () => draining.on,
+      logger: { level: 'info', stream: { write: (line: string) => logs.push(line) } },
+    })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    t.after(() => app.close())
+    return { port: (app.server.address() as AddressInfo).port, metrics, logs }
+  }
+  return { hot: await serve(true), plain: await serve(false), key, store, dir, clock, draining }
+}
+
+function send(
+  port: number,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, method, path, headers }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (c: Buffer) => chunks.push(c))
+      res.on('end', () => {
+        const pairs: [string, string][] = []
+        for (let i = 0; i < res.rawHeaders.length; i += 2) {
+          const name = res.rawHeaders[i]!
+          if (name.toLowerCase() !== 'date') pairs.push([name, res.rawHeaders[i + 1]!])
+        }
+        resolve({ status: res.statusCode!, headers: pairs, body: Buffer.concat(chunks).toString() })
+      })
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+/** The counts of the two apps' rate-limit windows differ by design; everything else must not. */
+function comparable(a: Answer): Answer {
+  return {
+    ...a,
+    headers: a.headers.map(([k, v]) => [k, k === 'ratelimit' ? v.replace(/;r=\d+;/, ';r=N;') : v]),
+  }
+}
+
+async function hotAnswers(s: Served): Promise<number> {
+  const text = await s.metrics.registry.getSingleMetricAsString(
+    'petstore_http_hot_path_answers_total',
+  )
+  return Number(/ (\d+)$/m.exec(text)![1])
+}
+
+/** The request's log lines without what differs between two processes' runs of it. */
+function logged(s: Served, from: number): unknown[] {
+  return s.logs.slice(from).map((line) => {
+    const { time: _t, pid: _p, hostname: _h, durationMs, ...rest } = JSON.parse(line)
+    assert.equal(typeof durationMs === 'number' || durationMs === undefined, true)
+    // Each app counts its own calls of the deprecated operation.
+    if (rest.callsByKey !== undefined) rest.callsByKey = 'N'
+    return rest
+  })
+}
+
+interface Case {
+  method?: string
+  path: string
+  headers?: Record<string, string>
+  /** Whether the hot path answers it once its page is cached and its key remembered. */
+  hot: boolean
+}
+
+/**
+ * Sends the request to the plain app once and to the hot app twice (the first may fill a cache),
+ * asserts the three answers and their log lines are the same, and that the hot app's second
+ * answer came from the hot path exactly when `c.hot` says so. Returns the plain app's answer.
+ */
+async function same(p: Pair, c: Case): Promise<Answer> {
+  const method = c.method ?? 'GET'
+  const headers = {
+    authorization: `Bearer ${p.key}`,
+    'x-request-id': 'req-1',
+    host: 'petstore.test:8080',
+    ...c.headers,
+  }
+  const plainLogs = p.plain.logs.length
+  const expected = await send(p.plain.port, method, c.path, headers)
+  await new Promise((r) => setImmediate(r))
+  const expectedLog = logged(p.plain, plainLogs)
+  for (const round of [1, 2]) {
+    const before = await hotAnswers(p.hot)
+    const hotLogs = p.hot.logs.length
+    const actual = await send(p.hot.port, method, c.path, headers)
+    await new Promise((r) => setImmediate(r))
+    const label = `${method} ${c.path} ${JSON.stringify(c.headers ?? {})} (round ${round})`
+    assert.deepEqual(comparable(actual), comparable(expected), label)
+    assert.deepEqual(logged(p.hot, hotLogs), expectedLog, label)
+    const took = (await hotAnswers(p.hot)) - before
+    if (round === 2) assert.equal(took, c.hot ? 1 : 0, `hot path answers for ${label}`)
+    if (!c.hot) assert.equal(took, 0, `hot path answers for ${label}`)
+  }
+  return expected
+}
+
+async function seed(p: Pair, n: number): Promise<void> {
+  const statuses = ['available', 'pending', 'sold', undefined]
+  for (let i = 0; i < n; i++) {
+    const status = statuses[i % statuses.length]
+    const body = JSON.stringify({
+      name: `pet ${i}`,
+      categoryId: 100 + i,
+      ...(status ? { status } : {}),
+    })
+    const res = await send(
+      p.plain.port,
+      'POST',
+      '/v1/pets',
+      { authorization: `Bearer ${p.key}`, 'content-type': 'application/json' },
+      body,
+    )
+    assert.equal(res.status, 201, res.body)
+  }
+}
+
+describe('the hot path answers as the routes do', () => {
+  test('list and get: plain 200s are taken by the hot path, every other request by Fastify, with the same answers', async (t) => {
+    const p = await pair(t)
+    await seed(p, 30)
+    const first = await same(p, { path: '/v1/pets?limit=5', hot: true })
+    assert.equal(first.status, 200)
+    const link = first.headers.find(([k]) => k === 'link')![1]
+    assert.equal(link, '<http://petstore.test:8080/v1/pets?limit=5&cursor=djE6NQ>; rel="next"')
+    assert.deepEqual(
+      first.headers.map(([k]) => k),
+      [
+        'x-request-id',
+        'cache-control',
+        'vary',
+        'ratelimit-policy',
+        'ratelimit',
+        'link',
+        'content-type',
+        'content-length',
+        'Connection',
+        'Keep-Alive',
+      ],
+    )
+
+    const plain200s: Case[] = [
+      { path: '/v1/pets', hot: true },
+      { path: '/v1/pets?', hot: true },
+      { path: '/v1/pets?limit=5&cursor=djE6NQ', hot: true },
+      { path: '/v1/pets?limit=3&status=sold', hot: true },
+      { path: '/v1/pets?status=available&limit=3', hot: true },
+      { path: '/v1/pets?status=pending', hot: true },
+      { path: '/v1/pets?limit=100', hot: true },
+      { path: '/v1/pets?limit=5', headers: { 'x-request-id': 'client.id:7@x' }, hot: true },
+      { path: '/v1/pets?limit=5', headers: { host: 'example.com:99999999' }, hot: true },
+      { path: '/v1/pets?limit=5', headers: { 'x-forwarded-host': 'ignored.example' }, hot: true },
+      { path: '/v1/pets/1', hot: true },
+      { path: '/v1/pets/4', hot: true },
+      { path: '/v1/pets/30', hot: true },
+    ]
+    for (const c of plain200s) assert.equal((await same(p, c)).status, 200, c.path)
+
+    // Answered by Fastify: things the hot path does not parse, errors, other methods, CORS.
+    const byFastify: [Case, number][] = [
+      [{ path: '/v1/pets?limit=5&extra=1', hot: false }, 200],
+      [{ path: '/v1/pets?limit=%35', hot: false }, 200],
+      [{ path: '/v1/pets?limit=5&', hot: false }, 200],
+      [{ path: '/v1/pets/%31', hot: false }, 200],
+      [{ path: '/v1/pets/1?x=1', hot: false }, 200],
+      [{ path: '/v1/pets?limit=5', headers: { origin: ORIGIN }, hot: false }, 200],
+      [{ path: '/v1/pets?limit=5', headers: { origin: 'https://other.example' }, hot: false }, 200],
+      [{ path: '/v1/pets', method: 'HEAD', hot: false }, 200],
+      [{ path: '/v1/pets?limit=0', hot: false }, 400],
+      [{ path: '/v1/pets?limit=101', hot: false }, 400],
+      [{ path: '/v1/pets?limit=abc', hot: false }, 400],
+      [{ path: '/v1/pets?limit=-1', hot: false }, 400],
+      [{ path: '/v1/pets?limit=1&limit=2', hot: false }, 400],
+      [{ path: '/v1/pets?status=bogus', hot: false }, 400],
+      [{ path: '/v1/pets?status=', hot: false }, 400],
+      [{ path: '/v1/pets?cursor=', hot: false }, 400],
+      [{ path: '/v1/pets?cursor=bm9wZQ', hot: false }, 400],
+      [{ path: '/v1/pets/999999', hot: false }, 404],
+      [{ path: '/v1/pets/0', hot: false }, 404],
+      [{ path: '/v1/pets/-5', hot: false }, 404],
+      [{ path: '/v1/pets/abc', hot: false }, 400],
+      [{ path: '/v1/pets/007', hot: false }, 400],
+      [{ path: '/v1/pets/9223372036854775808', hot: false }, 400],
+      [{ path: '/v1/pets/', hot: false }, 400],
+      [{ path: '/v1/petsx', hot: false }, 404],
+      [{ path: '/v1/pets?limit=5', headers: { authorization: '' }, hot: false }, 401],
+      [{ path: '/v1/pets?limit=5', headers: { authorization: 'Bearer nope' }, hot: false }, 401],
+      [{ path: '/v1/pets/1', headers: { authorization: 'Basic eDp5' }, hot: false }, 401],
+      [{ path: '/v1/pets?limit=5', headers: { 'content-length': '0' }, hot: false }, 200],
+    ]
+    for (const [c, status] of byFastify) {
+      assert.equal((await same(p, c)).status, status, `${c.method ?? 'GET'} ${c.path}`)
+    }
+  })
+
+  test('a page cached before a create is not served after it; a revoked key is refused at once', async (t) => {
+    const p = await pair(t)
+    await seed(p, 2)
+    const page = { path: '/v1/pets?limit=5', hot: true }
+    assert.equal(JSON.parse((await same(p, page)).body).length, 2)
+    await seed(p, 1)
+    // The create moved the data version: the hot app's first answer must be the fresh page.
+    assert.equal(JSON.parse((await same(p, page)).body).length, 3)
+
+    const db = new Database(join(p.dir, 'petstore.db'))
+    t.after(() => db.close())
+    db.prepare('UPDATE api_keys SET revoked_at = 1').run()
+    const refused = await send(p.hot.port, 'GET', '/v1/pets?limit=5', {
+      authorization: `Bearer ${p.key}`,
+    })
+    assert.equal(refused.status, 401)
+    assert.equal(JSON.parse(refused.body).code, 'unauthorized')
+  })
+
+  test('a used-up budget is refused by Fastify with 429, never by the hot path', async (t) => {
+    const p = await pair(t, { rateLimitMax: 3 })
+    await seed(p, 1) // the creates went to the plain app: the hot app's budget is whole
+    const statuses: number[] = []
+    for (let i = 0; i < 5; i++) {
+      const res = await send(p.hot.port, 'GET', '/v1/pets/1', { authorization: `Bearer ${p.key}` })
+      statuses.push(res.status)
+      if (res.status === 429) {
+        assert.equal(JSON.parse(res.body).code, 'rate_limited')
+        assert.match(res.headers.find(([k]) => k === 'ratelimit')![1], /^"default";r=0;t=\d+$/)
+      }
+    }
+    assert.deepEqual(statuses, [200, 200, 200, 429, 429])
+    // One deprecation line per answered call, whichever path answered it, with the running count.
+    const counts = p.hot.logs
+      .map((line) => JSON.parse(line))
+      .filter((l) => l.msg === 'deprecated operation called')
+      .map((l) => l.callsByKey)
+    assert.deepEqual(counts, [1, 2, 3])
+    // The first request filled the key memory through Fastify; the next two were hot.
+    assert.equal(await hotAnswers(p.hot), 2)
+  })
+
+  test('getPet past its sunset and requests while draining are left to Fastify', async (t) => {
+    const p = await pair(t)
+    await seed(p, 1)
+    p.draining.on = true
+    const draining = await same(p, { path: '/v1/pets?limit=5', hot: false })
+    assert.deepEqual(
+      draining.headers.find(([k]) => k === 'connection'),
+      ['connection', 'close'],
+    )
+    p.draining.on = false
+    p.clock.set(new Date('2030-12-05T00:00:00Z'))
+    assert.equal((await same(p, { path: '/v1/pets/1', hot: false })).status, 410)
+  })
+})
