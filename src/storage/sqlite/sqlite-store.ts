@@ -16,6 +16,7 @@ import type {
 import { openDatabase } from './connection.js'
 import { migrateSqlite } from './migrate.js'
 import { type CreateItem, createTransaction } from './pet-writes.js'
+import { WalIndexVersion } from './wal-index-version.js'
 import { SqliteWriter } from './writer.js'
 
 /** A pets row as an array (`id, name, category_id, status`): the statements run in raw mode. */
@@ -50,7 +51,8 @@ export async function openSqliteStore(path: string): Promise<SqliteStore> {
     db.close()
     throw err
   }
-  return new SqliteStore(db, path === ':memory:' ? null : new SqliteWriter(path))
+  if (path === ':memory:') return new SqliteStore(db, null, null)
+  return new SqliteStore(db, new SqliteWriter(path), WalIndexVersion.open(path))
 }
 
 export class SqliteStore implements Store {
@@ -65,6 +67,8 @@ export class SqliteStore implements Store {
   constructor(
     private readonly db: Database.Database,
     private readonly writer: SqliteWriter | null = null,
+    /** The version from the file's WAL index; without it, from PRAGMA data_version. */
+    private readonly walIndex: WalIndexVersion | null = null,
   ) {
     db.defaultSafeIntegers(true)
     this.statements = {
@@ -243,11 +247,13 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * SQLite's data_version moves when another connection (a worker thread, another process such as
-   * `petstore keys revoke`) commits; this connection's own commits are counted beside it. About
-   * 1 µs: it opens a read transaction and looks at the WAL index, nothing more.
+   * Moves whenever anyone commits: this connection, the writer thread, another process such as
+   * `petstore keys revoke`. Read from the file's WAL index when there is one (wal-index-version.ts,
+   * one pread); otherwise SQLite's data_version, which moves with other connections' commits,
+   * plus this connection's own commits counted beside it.
    */
   dataVersion(): number {
+    if (this.walIndex !== null) return this.walIndex.current()
     return this.statements.dataVersion.get()! + this.ownCommits
   }
 
@@ -260,6 +266,7 @@ export class SqliteStore implements Store {
     this.closed = true
     await this.creates.idle()
     await this.writer?.close()
+    this.walIndex?.close()
     this.db.close()
   }
 
