@@ -106,8 +106,11 @@ export function createHotPath(o: HotPathOptions): HotPath {
   // Headers in the order the hooks set them: root (id, cache, transport, deprecation), CORS, auth.
   const vary: Record<string, string> = o.varyOrigin ? { vary: 'Origin' } : {}
 
-  /** The request's own side of the answer, or null when Fastify should take it. */
-  const common = (req: IncomingMessage) => {
+  /**
+   * The data version to answer at, or null when something about the request is Fastify's to
+   * handle (CORS, a body, forwarded headers, a drain) or the store cannot tell its version.
+   */
+  const plainRequestVersion = (req: IncomingMessage): number | null => {
     const h = req.headers
     if (
       h.origin !== undefined ||
@@ -118,14 +121,11 @@ export function createHotPath(o: HotPathOptions): HotPath {
     ) {
       return null
     }
-    let version: number | undefined
     try {
-      version = dataVersion()
+      return dataVersion() ?? null
     } catch {
       return null
     }
-    if (version === undefined) return null
-    return { version }
   }
 
   // Answers wait for the end of the event-loop turn and go out together. Sent one by one, each
@@ -182,11 +182,11 @@ export function createHotPath(o: HotPathOptions): HotPath {
     const parsed = parseListQuery(search)
     if (parsed === null || !validateQuery(parsed)) return false
     const query = parsed as unknown as ListPetsQueryType
-    const ctx = common(req)
-    if (ctx === null) return false
-    const page = pages.get(PageCache.key(query.limit, query.status, query.cursor), ctx.version)
+    const version = plainRequestVersion(req)
+    if (version === null) return false
+    const page = pages.get(PageCache.key(query.limit, query.status, query.cursor), version)
     if (page === undefined) return false
-    const admitted = admit(req.headers.authorization, ctx.version)
+    const admitted = admit(req.headers.authorization, version)
     if (admitted === null) return false
 
     const id = requestId(req)
@@ -220,8 +220,8 @@ export function createHotPath(o: HotPathOptions): HotPath {
     const started = performance.now()
     const params: Record<string, unknown> = { petId }
     if (!validateParams(params) || isSunset(o.clock.now())) return false
-    const ctx = common(req)
-    if (ctx === null) return false
+    const version = plainRequestVersion(req)
+    if (version === null) return false
     let pet: PetRecord | null
     try {
       pet = getPetNow(params.petId as bigint)
@@ -229,7 +229,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
       return false
     }
     if (pet === null) return false
-    const admitted = admit(req.headers.authorization, ctx.version)
+    const admitted = admit(req.headers.authorization, version)
     if (admitted === null) return false
 
     const id = requestId(req)
