@@ -40,7 +40,7 @@ function requiresAuth(request: FastifyRequest): boolean {
 }
 
 /** The bearer token, '' for a Bearer header without a usable token, null for no Bearer header. */
-export function bearerToken(header: string | undefined): string | null {
+function bearerToken(header: string | undefined): string | null {
   if (header === undefined) return null
   const m = /^Bearer(?: +(.*))?$/i.exec(header.trim())
   if (!m) return null
@@ -49,12 +49,12 @@ export function bearerToken(header: string | undefined): string | null {
 }
 
 /** `RateLimit-Policy` of draft-ietf-httpapi-ratelimit-headers, e.g. `"default";q=6000;w=60`. */
-export function rateLimitPolicyField(policy: string, limit: Limit): string {
+function rateLimitPolicyField(policy: string, limit: Limit): string {
   return `"${policy}";q=${limit.max};w=${Math.ceil(limit.windowMs / 1000)}`
 }
 
 /** `RateLimit` of the same draft: what is left of the window, e.g. `"default";r=5999;t=60`. */
-export function rateLimitField(policy: string, s: LimitState): string {
+function rateLimitField(policy: string, s: LimitState): string {
   return `"${policy}";r=${s.remaining};t=${Math.max(0, s.ttlInSeconds)}`
 }
 
