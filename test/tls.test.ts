@@ -17,6 +17,7 @@ import { createApiKey } from '../src/auth/api-keys.js'
 import { manualClock } from '../src/clock.js'
 import { ConfigError, configWith, loadConfig } from '../src/config.js'
 import { loadTls } from '../src/http/tls.js'
+import { Metrics } from '../src/observability/metrics.js'
 import { openSqliteStore } from '../src/storage/sqlite/sqlite-store.js'
 import { tempDir, testApp } from './support/app.js'
 
@@ -103,7 +104,7 @@ interface TlsServer {
 /** buildApp + listen with the certificate, as startServer does, on a fresh database. */
 async function tlsServer(
   t: TestContext,
-  opts: { http2: boolean; isDraining?: () => boolean },
+  opts: { http2: boolean; isDraining?: () => boolean; metrics?: Metrics },
 ): Promise<TlsServer> {
   const { certPath, keyPath } = certificate()
   const dir = tempDir(t)
@@ -122,6 +123,7 @@ async function tlsServer(
     clock,
     tls: loadTls(config),
     isDraining: opts.isDraining,
+    ...(opts.metrics ? { metrics: opts.metrics } : {}),
   })
   await app.listen({ port: 0, host: '127.0.0.1' })
   let closed: Promise<void> | undefined
@@ -294,6 +296,49 @@ describe('HTTPS (HTTP/1.1 over TLS)', () => {
       new RegExp(
         `^<https://127\\.0\\.0\\.1:${s.port}/v1/pets\\?limit=1&cursor=[^>]+>; rel="next"$`,
       ),
+    )
+  })
+
+  test('a repeated list or get is answered by the hot path over TLS exactly as Fastify answered it', async (t) => {
+    const metrics = new Metrics({ processMetrics: false })
+    const s = await tlsServer(t, { http2: false, metrics })
+    const auth = { authorization: `Bearer ${s.key}`, 'content-type': 'application/json' }
+    for (const name of ['Rex', 'Tom']) {
+      const body = `{"name":"${name}","categoryId":2}`
+      const created = await httpsRequest(s.origin, '/v1/pets', {
+        method: 'POST',
+        headers: auth,
+        body,
+      })
+      assert.equal(created.status, 201)
+    }
+    const hotAnswers = async () =>
+      Number(
+        / (\d+)$/m.exec(
+          await metrics.registry.getSingleMetricAsString('petstore_http_hot_path_answers_total'),
+        )![1],
+      )
+    const comparable = (a: Answer) => {
+      const { date: _d, ratelimit, ...headers } = a.headers
+      return {
+        ...a,
+        headers: { ...headers, ratelimit: String(ratelimit).replace(/;r=\d+;/, ';r=N;') },
+      }
+    }
+    for (const path of ['/v1/pets?limit=1', '/v1/pets/2']) {
+      const headers = { authorization: `Bearer ${s.key}`, 'x-request-id': 'tls-hot' }
+      const first = await httpsRequest(s.origin, path, { headers })
+      const before = await hotAnswers()
+      const second = await httpsRequest(s.origin, path, { headers })
+      assert.equal(await hotAnswers(), before + 1, `${path} answered by the hot path`)
+      assert.equal(second.status, 200)
+      assert.deepEqual(comparable(second), comparable(first))
+      assert.equal(second.headers['strict-transport-security'], HSTS)
+    }
+    const page = await httpsRequest(s.origin, '/v1/pets?limit=1', { headers: auth })
+    assert.equal(
+      page.headers.link,
+      `<https://127.0.0.1:${s.port}/v1/pets?limit=1&cursor=djE6MQ>; rel="next"`,
     )
   })
 
