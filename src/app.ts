@@ -87,7 +87,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   })
   if (deps.tls?.http2) closeHttp2SessionsOnClose(app)
 
-  app.setValidatorCompiler(createValidatorCompiler())
+  const compileValidator = createValidatorCompiler()
+  app.setValidatorCompiler(compileValidator)
   // Only JSON bodies are accepted; every other media type is 415.
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
@@ -160,6 +161,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   if (config.hotPath && admit !== null && canServeHotPath(store) && !deps.tls?.http2) {
     const hot = createHotPath({
       admit,
+      compileValidator,
       store,
       pages,
       logger: app.log,
