@@ -35,7 +35,7 @@ import { canServeHotPath, createHotPath, serveHotPathFirst } from './pets/hot-pa
 import { PageCache } from './pets/page-cache.js'
 import { petRoutes } from './pets/routes.js'
 import { PetService } from './pets/service.js'
-import type { Store } from './storage/store.js'
+import { readDataVersion, type Store } from './storage/store.js'
 
 export interface AppDependencies {
   config: Config
@@ -108,18 +108,10 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const isDraining = deps.isDraining ?? (() => false)
   const deprecation = deprecationHeaders(config.deprecatedAt)
   app.decorateRequest('dataVersion', undefined)
-  // Read once per request, first: every cache the request consults is checked against the same
-  // moment. A store that cannot answer gives no version, so nothing cached is used and the
-  // request's own query reports the failure (health checks never depend on it).
-  const currentDataVersion = (): number | undefined => {
-    try {
-      return store.dataVersion?.()
-    } catch {
-      return undefined
-    }
-  }
   app.addHook('onRequest', async (request, reply) => {
-    request.dataVersion = currentDataVersion()
+    // Read once per request, first: every cache the request consults is checked against the
+    // same moment.
+    request.dataVersion = readDataVersion(store)
     reply.header('x-request-id', request.id)
     reply.header('cache-control', 'no-store')
     reply.headers(transport)

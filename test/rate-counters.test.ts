@@ -7,39 +7,27 @@ import { type LimitState, MemoryWindows, memoryCounter } from '../src/auth/rate-
 const request = (name: string) => ({ name }) as unknown as FastifyRequest
 const keyOf = (r: FastifyRequest) => (r as unknown as { name: string }).name
 
+/** The state a window of at most 2 requests reports. */
+const state = (remaining: number, ttlInSeconds: number, isExceeded: boolean): LimitState => ({
+  max: 2,
+  remaining,
+  ttlInSeconds,
+  isExceeded,
+})
+
 test('a window opens at the first request, counts down, and a new one opens when it ends', (t) => {
   t.mock.timers.enable({ apis: ['Date'], now: 1_000_000 })
   const count = memoryCounter(new MemoryWindows({ max: 2, windowMs: 10_000 }), keyOf)
-  assert.deepEqual(count(request('a')), {
-    max: 2,
-    remaining: 1,
-    ttlInSeconds: 10,
-    isExceeded: false,
-  })
+  assert.deepEqual(count(request('a')), state(1, 10, false))
   t.mock.timers.tick(2_500)
-  assert.deepEqual(count(request('a')), {
-    max: 2,
-    remaining: 0,
-    ttlInSeconds: 8,
-    isExceeded: false,
-  })
-  assert.deepEqual(count(request('a')), { max: 2, remaining: 0, ttlInSeconds: 8, isExceeded: true })
+  assert.deepEqual(count(request('a')), state(0, 8, false))
+  assert.deepEqual(count(request('a')), state(0, 8, true))
   // Another key has a window of its own.
-  assert.deepEqual(count(request('b')), {
-    max: 2,
-    remaining: 1,
-    ttlInSeconds: 10,
-    isExceeded: false,
-  })
+  assert.deepEqual(count(request('b')), state(1, 10, false))
   t.mock.timers.tick(7_499)
   assert.equal((count(request('a')) as LimitState).isExceeded, true)
   t.mock.timers.tick(1)
-  assert.deepEqual(count(request('a')), {
-    max: 2,
-    remaining: 1,
-    ttlInSeconds: 10,
-    isExceeded: false,
-  })
+  assert.deepEqual(count(request('a')), state(1, 10, false))
 })
 
 test('wouldExceed tells whether one more request would pass the budget, and counts nothing', (t) => {
@@ -53,7 +41,7 @@ test('wouldExceed tells whether one more request would pass the budget, and coun
   assert.equal(windows.wouldExceed('a'), true)
   assert.equal(windows.wouldExceed('b'), false)
   // Asking did not count: the second take left the window exactly at its budget.
-  assert.deepEqual(windows.take('a'), { max: 2, remaining: 0, ttlInSeconds: 10, isExceeded: true })
+  assert.deepEqual(windows.take('a'), state(0, 10, true))
   t.mock.timers.tick(10_000)
   assert.equal(windows.wouldExceed('a'), false)
 })

@@ -19,8 +19,9 @@ import type { FastifyBaseLogger, FastifySchemaCompiler } from 'fastify'
 import type { Admit } from '../auth/authenticate.js'
 import type { Clock } from '../clock.js'
 import { requestId } from '../http/request-id.js'
+import { requestLine } from '../http/request-log.js'
 import type { Metrics } from '../observability/metrics.js'
-import type { Pet as PetRecord, Store } from '../storage/store.js'
+import { type Pet as PetRecord, readDataVersion, type Store } from '../storage/store.js'
 import { type DeprecatedCallCounter, type DeprecationHeaders, isSunset } from './deprecation.js'
 import { nextPageLink } from './next-link.js'
 import { PageCache } from './page-cache.js'
@@ -97,7 +98,6 @@ function forwarded(req: IncomingMessage): boolean {
 
 export function createHotPath(o: HotPathOptions): HotPath {
   const { admit, store, pages, logger, metrics } = o
-  const dataVersion = store.dataVersion!.bind(store)
   const getPetNow = store.getPetNow!.bind(store)
   // The routes' own validators: the app's compiler hands out what it compiled for them.
   const validateQuery = o.compileValidator({
@@ -128,11 +128,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
     ) {
       return null
     }
-    try {
-      return dataVersion() ?? null
-    } catch {
-      return null
-    }
+    return readDataVersion(store) ?? null
   }
 
   // Answers wait for the end of the event-loop turn and go out together. Sent one by one, each
@@ -166,16 +162,16 @@ export function createHotPath(o: HotPathOptions): HotPath {
     )
     metrics.hotPathAnswered()
     logger.info(
-      {
+      requestLine({
         requestId: a.id,
         operation: a.operation,
         method: 'GET',
         url: a.req.url,
         status: 200,
-        durationMs: Math.round(elapsedMs * 100) / 100,
+        elapsedMs,
         apiKeyName: a.apiKeyName,
         remoteAddress: a.req.socket.remoteAddress,
-      },
+      }),
       'request completed',
     )
   }

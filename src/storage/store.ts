@@ -101,3 +101,16 @@ export interface StoreStats {
   /** Writes waiting for the next group commit. */
   queuedWrites: number
 }
+
+/**
+ * The store's dataVersion, or undefined when it has none or cannot give it now. A store that
+ * cannot answer makes callers use nothing cached, and the request's own query then reports the
+ * failure (health checks never depend on it).
+ */
+export function readDataVersion(store: Store): number | undefined {
+  try {
+    return store.dataVersion?.()
+  } catch {
+    return undefined
+  }
+}

@@ -70,7 +70,6 @@ export class SqliteStore implements Store {
     /** The version from the file's WAL index; without it, from PRAGMA data_version. */
     private readonly walIndex: WalIndexVersion | null = null,
   ) {
-    db.defaultSafeIntegers(true)
     this.statements = {
       firstPage: db
         .prepare<[number], PetRow>(
