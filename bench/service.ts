@@ -1,5 +1,5 @@
 // The two servers of `npm run bench` as child processes: the baseline and the real service
-// (`node dist/cli/main.js serve`), each pinned to one core with taskset, plus the CLI steps that
+// (`node dist/main.js serve`), each pinned to one core with taskset, plus the CLI steps that
 // prepare the service's store (seed, keys create).
 import { type ChildProcess, spawn } from 'node:child_process'
 import { closeSync, openSync, readFileSync } from 'node:fs'
@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path'
 import { runCommand } from './wrk.js'
 
 export const ROOT = resolve(import.meta.dirname, '..')
-const CLI = join(ROOT, 'dist', 'cli', 'main.js')
+const CLI = join(ROOT, 'dist', 'main.js')
 /** Node's flags for the service, as `npm start`, the `petstore` bin and deploy/*.service give them. */
 const NODE_FLAGS = ['--no-memory-reducer']
 

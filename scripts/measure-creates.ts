@@ -1,5 +1,5 @@
 // Creates per second through one instance and through three, on one PostgreSQL, from the same
-// number of concurrent clients. Each round starts its instances (`node dist/cli/main.js serve`,
+// number of concurrent clients. Each round starts its instances (`node dist/main.js serve`,
 // so run `npm run build` first) on a fresh schema, with rate limits in Redis, drives them
 // round-robin for a fixed time and counts the 201s; the schema is dropped afterwards.
 //
@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import pg from 'pg'
 
-const MAIN = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url))
+const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url))
 const KEY = 'measure-creates-key-0123456789'
 const DATABASE_URL =
   process.env.PETSTORE_MEASURE_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'

@@ -1,4 +1,4 @@
-// The `petstore` command as an operator runs it: `node dist/cli/main.js ...` in its own process,
+// The `petstore` command as an operator runs it: `node dist/main.js ...` in its own process,
 // with servers started the same way on the same database file.
 import assert from 'node:assert/strict'
 import { type ChildProcess, spawn } from 'node:child_process'
@@ -9,7 +9,7 @@ import { describe, type TestContext, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { baseEnv } from './support/process.js'
 
-const MAIN = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url))
+const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url))
 const KEY_PATTERN = /^pet_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$/
 const ANY_KEY = /pet_[0-9a-f]{12}_[A-Za-z0-9_-]{43}/g
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/

@@ -27,7 +27,7 @@ import {
 import { baseEnv } from './support/process.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
-const MAIN = join(ROOT, 'dist', 'cli', 'main.js')
+const MAIN = join(ROOT, 'dist', 'main.js')
 const EXAMPLE = join(ROOT, 'examples', 'pets-client.ts')
 const API_KEY = 'client-test-key-0123456789'
 const INT64_MAX = 9223372036854775807n

@@ -28,7 +28,7 @@ import { duration, loadConfig } from '../src/config.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '')
 const DEPLOY = join(ROOT, 'deploy')
-const MAIN = join(ROOT, 'dist/cli/main.js')
+const MAIN = join(ROOT, 'dist/main.js')
 const API_KEY = 'deploy-test-key-0123456789'
 const PUBLIC_HOST = 'petstore.example.com'
 const LISTENING = /petstore listening on http:\/\/127\.0\.0\.1:(\d+) \(store: sqlite\)\n/
@@ -333,7 +333,7 @@ describe('deploy/petstore.service and deploy/petstore@.service', { concurrency: 
     const expected: Record<string, string> = {
       User: 'petstore',
       WorkingDirectory: '/opt/petstore',
-      ExecStart: '/usr/bin/node --no-memory-reducer /opt/petstore/dist/cli/main.js serve',
+      ExecStart: '/usr/bin/node --no-memory-reducer /opt/petstore/dist/main.js serve',
       Restart: 'on-failure',
       KillSignal: 'SIGTERM',
       NoNewPrivileges: 'yes',

@@ -1,4 +1,4 @@
-// Durability and draining of the real process: `node dist/cli/main.js serve` on a real socket,
+// Durability and draining of the real process: `node dist/main.js serve` on a real socket,
 // killed with SIGKILL under load, and stopped with SIGTERM while a request is still arriving.
 
 import assert from 'node:assert/strict'
@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url'
 import { parse } from 'lossless-json'
 import { baseEnv } from './support/process.js'
 
-const MAIN = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url))
+const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url))
 const KEY = 'durability-test-key-0123456789'
 const AUTH = { authorization: `Bearer ${KEY}` }
 

@@ -11,7 +11,7 @@ import { isPretty, loggerOptions } from '../src/observability/logging.js'
 import { tempDir } from './support/app.js'
 import { baseEnv } from './support/process.js'
 
-const MAIN = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url))
+const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url))
 const KEY = /pet_[0-9a-f]{12}_[A-Za-z0-9_-]{43}/
 
 interface Exit {

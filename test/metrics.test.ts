@@ -13,7 +13,7 @@ import { openSqliteStore } from '../src/storage/sqlite/sqlite-store.js'
 import { tempDir } from './support/app.js'
 import { baseEnv } from './support/process.js'
 
-const MAIN = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url))
+const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url))
 const PROMETHEUS_TEXT = 'text/plain; version=0.0.4; charset=utf-8'
 const DURATION_BUCKETS = [
   '0.001',

@@ -1,4 +1,4 @@
-// `petstore seed` as an operator runs it (`node dist/cli/main.js seed ...`, stderr not a
+// `petstore seed` as an operator runs it (`node dist/main.js seed ...`, stderr not a
 // terminal), and its progress bar as a terminal would show it.
 import assert from 'node:assert/strict'
 import { type ChildProcess, spawn } from 'node:child_process'
@@ -12,7 +12,7 @@ import { openSqliteStore } from '../src/storage/sqlite/sqlite-store.js'
 import type { Pet, PetStatus } from '../src/storage/store.js'
 import { baseEnv } from './support/process.js'
 
-const MAIN = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url))
+const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url))
 const SUMMARY = /^seeded (\d+) pets in \d+\.\d{2}s \(\d+ pets\/s\)\n$/
 const API_KEY = 'seed-test-key-0123456789'
 const MIXED = ['available', 'pending', 'sold', undefined] as const

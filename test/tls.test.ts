@@ -21,7 +21,7 @@ import { Metrics } from '../src/observability/metrics.js'
 import { openSqliteStore } from '../src/storage/sqlite/sqlite-store.js'
 import { tempDir, testApp } from './support/app.js'
 
-const MAIN = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url))
+const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url))
 const HSTS = 'max-age=600'
 const NO_KEY = {
   code: 'unauthorized',

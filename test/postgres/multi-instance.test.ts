@@ -1,4 +1,4 @@
-// Several instances, one truth: three real server processes (`node dist/cli/main.js serve`) on
+// Several instances, one truth: three real server processes (`node dist/main.js serve`) on
 // three ports share one PostgreSQL schema and one Redis, and are driven at once over real sockets.
 // Ids stay unique and every acknowledged pet is listed, pages stay exact while creates go on, a key
 // revoked by the CLI is refused by every instance, an Idempotency-Key replays through any instance,
@@ -16,7 +16,7 @@ import { Redis } from 'ioredis'
 import pg from 'pg'
 import { freshPostgresUrl } from '../support/postgres.js'
 
-const MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url))
+const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url))
 const CONFIGURED_KEY = 'multi-instance-configured-key-0123'
 const REDIS_URL = 'redis://127.0.0.1:6379'
 const PET_INSERT_LOCK = 0x70657473 // the advisory lock the PostgreSQL store takes for inserts

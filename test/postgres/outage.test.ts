@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { freshPostgresUrl } from '../support/postgres.js'
 
-const MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url))
+const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url))
 const API_KEY = 'outage-test-key-0123456789'
 const LISTENING = /^petstore listening on (http:\/\/127\.0\.0\.1:\d+) \(store: postgres\)$/m
 /** "No hang": every answer must come within this, though it normally comes far sooner. */

@@ -11,7 +11,7 @@ import type { TestContext } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { baseEnv } from './process.js'
 
-const MAIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url))
+const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url))
 
 export interface Exit {
   code: number | null
