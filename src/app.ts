@@ -1,6 +1,7 @@
 // Builds the HTTP application from its dependencies; listening is left to the caller, so tests
 // build a fresh app per test and drive it in-process.
 import type { Server } from 'node:http'
+import { Readable } from 'node:stream'
 import Fastify, {
   type FastifyInstance,
   type FastifyReply,
@@ -31,7 +32,7 @@ import { createValidatorCompiler } from './http/validation.js'
 import './http/types.js'
 import { Metrics } from './observability/metrics.js'
 import { DeprecatedCallCounter, deprecationHeaders } from './pets/deprecation.js'
-import { canServeHotPath, createHotPath, serveHotPathFirst } from './pets/hot-path.js'
+import { canServeHotPath, createHotPath, replayedBody, serveHotPathFirst } from './pets/hot-path.js'
 import { PageCache } from './pets/page-cache.js'
 import { petRoutes } from './pets/routes.js'
 import { PetService } from './pets/service.js'
@@ -147,15 +148,26 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     metrics.deprecatedCall(operation, keyName),
   )
   const fallbackOrigin = new URL(config.productionUrl).origin
+  // HTTP/2 requests take other objects; counters in Redis cannot answer synchronously.
+  const hotPathOn = config.hotPath && admit !== null && canServeHotPath(store) && !deps.tls?.http2
+  if (hotPathOn) {
+    // A create the hot path read and then left to the routes comes with its body already taken
+    // from the socket: Fastify's parser gets the bytes the hot path kept.
+    app.addHook('preParsing', (request, _reply, payload, done) => {
+      const body = replayedBody(request.raw)
+      done(null, body === undefined ? payload : Readable.from([body]))
+    })
+  }
   await app.register(healthRoutes, { store, isDraining })
   await app.register(petRoutes, { service, clock, deprecatedCalls, fallbackOrigin, pages })
-  // HTTP/2 requests take other objects; counters in Redis cannot answer synchronously.
-  if (config.hotPath && admit !== null && canServeHotPath(store) && !deps.tls?.http2) {
+  if (hotPathOn && admit !== null) {
     const hot = createHotPath({
       admit,
       compileValidator,
       store,
       pages,
+      service,
+      bodyLimit: BODY_LIMIT_BYTES,
       logger: app.log,
       metrics,
       clock,

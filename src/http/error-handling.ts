@@ -1,7 +1,7 @@
 // Every error, from every layer, leaves as the one Error body with a code from the fixed set.
 import { randomUUID } from 'node:crypto'
 import type { Socket } from 'node:net'
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply } from 'fastify'
 import { ApiError, codeForStatus, type ErrorBody, errorBody, errorStatus } from '../errors.js'
 
 interface ValidationIssue {
@@ -71,9 +71,10 @@ function send(reply: FastifyReply, body: ErrorBody, headers: Record<string, stri
   reply.code(body.status).headers(headers).type('application/json; charset=utf-8').send(body)
 }
 
+/** The Error body and extra headers of an error; `log` (the request's) hears of unexpected ones. */
 export function toErrorBody(
   error: FastifyError | ApiError,
-  request: FastifyRequest,
+  log: Pick<FastifyBaseLogger, 'error'>,
 ): { body: ErrorBody; headers: Record<string, string> } {
   if (error instanceof ApiError) return { body: error.toBody(), headers: error.headers }
   if (error.validation && error.validation.length > 0) {
@@ -89,7 +90,7 @@ export function toErrorBody(
       (code === 'invalid_request' ? error.message : code.replace(/_/g, ' '))
     return { body: { code, message, status: errorStatus[code] }, headers: {} }
   }
-  request.log.error({ err: error }, 'unhandled error')
+  log.error({ err: error }, 'unhandled error')
   // A 5xx never carries the error's own message: it could hold SQL, paths or a stack.
   return { body: errorBody('internal_error', 'internal server error'), headers: {} }
 }
@@ -128,7 +129,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
   })
 
   app.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
-    const { body, headers } = toErrorBody(error, request)
+    const { body, headers } = toErrorBody(error, request.log)
     send(reply, body, headers)
   })
 

@@ -1,5 +1,6 @@
-// The two hot reads, list pets and get a pet, answered on node:http ahead of Fastify's router when
-// the answer is a plain 200; every other request goes to Fastify as it arrived.
+// The hot operations, list pets, get a pet and create a pet, answered on node:http ahead of
+// Fastify's router when the answer is a plain 200 or 201; every other request goes to Fastify as it
+// arrived (a create with the body the hot path read, see replayedBody).
 //
 // Why: on a list request served from the page cache, Fastify's request and reply objects, its
 // hook chain (four async hooks), the per-request child logger and the route lookup cost more
@@ -15,18 +16,33 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { TLSSocket } from 'node:tls'
 import fastJsonStringify from 'fast-json-stringify'
-import type { FastifyBaseLogger, FastifySchemaCompiler } from 'fastify'
-import type { Admit } from '../auth/authenticate.js'
+import type { FastifyBaseLogger, FastifyError, FastifySchemaCompiler } from 'fastify'
+import type { Admit, Admitted } from '../auth/authenticate.js'
 import type { Clock } from '../clock.js'
+import { toErrorBody } from '../http/error-handling.js'
+import { parseJsonBody } from '../http/json-body.js'
 import { requestId } from '../http/request-id.js'
 import { requestLine } from '../http/request-log.js'
 import type { Metrics } from '../observability/metrics.js'
-import { type Pet as PetRecord, readDataVersion, type Store } from '../storage/store.js'
+import {
+  type NewPet as NewPetRecord,
+  type Pet as PetRecord,
+  readDataVersion,
+  type Store,
+} from '../storage/store.js'
 import { type DeprecatedCallCounter, type DeprecationHeaders, isSunset } from './deprecation.js'
 import { nextPageLink } from './next-link.js'
 import { PageCache } from './page-cache.js'
 import { JSON_CONTENT_TYPE } from './routes.js'
-import { ListPetsQuery, type ListPetsQueryType, Pet, PetIdParams } from './schemas.js'
+import {
+  ListPetsQuery,
+  type ListPetsQueryType,
+  NewPet,
+  type NewPetBody,
+  Pet,
+  PetIdParams,
+} from './schemas.js'
+import type { PetService } from './service.js'
 
 export interface HotPathOptions {
   admit: Admit
@@ -35,6 +51,10 @@ export interface HotPathOptions {
   /** Must give dataVersion and getPetNow (SQLite); checked by canServeHotPath. */
   store: Store
   pages: PageCache
+  /** Creates go through the routes' own service. */
+  service: PetService
+  /** The app's body limit: a larger body is Fastify's to refuse. */
+  bodyLimit: number
   logger: FastifyBaseLogger
   metrics: Metrics
   clock: Clock
@@ -56,14 +76,34 @@ interface Answer {
   /** performance.now() as the request reached the hot path. */
   started: number
   id: string
+  method: 'GET' | 'POST'
+  status: number
   operation: string
   apiKeyName: string
   headers: Record<string, string>
   body: string
 }
 
-/** Answers the request and returns true, or returns false having done nothing at all. */
-export type HotPath = (req: IncomingMessage, res: ServerResponse) => boolean
+/** Fastify's handler: takes a request the hot path declines. */
+export type Fallback = (req: IncomingMessage, res: ServerResponse) => void
+
+/**
+ * Answers the request and returns true, or returns false having done nothing at all. A create
+ * is taken before its body has arrived: should the body or the key not do for the hot path, the
+ * request goes to `fallback` with the body it read (see replayedBody).
+ */
+export type HotPath = (req: IncomingMessage, res: ServerResponse, fallback: Fallback) => boolean
+
+const REPLAYED_BODY = Symbol('petstore.replayedBody')
+type WithReplayedBody = IncomingMessage & { [REPLAYED_BODY]?: Buffer }
+
+/**
+ * The body the hot path read before it handed the request to Fastify, which the app's
+ * `preParsing` hook gives back to Fastify's body parser; undefined for every other request.
+ */
+export function replayedBody(req: IncomingMessage): Buffer | undefined {
+  return (req as WithReplayedBody)[REPLAYED_BODY]
+}
 
 export function canServeHotPath(store: Store): boolean {
   return store.dataVersion !== undefined && store.getPetNow !== undefined
@@ -108,6 +148,10 @@ export function createHotPath(o: HotPathOptions): HotPath {
     schema: PetIdParams,
     httpPart: 'params',
   } as never) as (params: unknown) => boolean
+  const validateNewPet = o.compileValidator({
+    schema: NewPet,
+    httpPart: 'body',
+  } as never) as (body: unknown) => boolean
   // Compiled at the first get rather than at start-up (~4 ms).
   let serializePet: ((pet: PetRecord) => string) | undefined
   // Headers in the order the hooks set them: root (id, cache, transport, deprecation), CORS, auth.
@@ -153,11 +197,11 @@ export function createHotPath(o: HotPathOptions): HotPath {
   const send = (a: Answer) => {
     a.headers['content-type'] = JSON_CONTENT_TYPE
     a.headers['content-length'] = String(Buffer.byteLength(a.body))
-    a.res.writeHead(200, a.headers)
+    a.res.writeHead(a.status, a.headers)
     a.res.end(a.body)
     const elapsedMs = performance.now() - a.started
     metrics.requestCompleted(
-      { operation: a.operation, method: 'GET', status: 200 },
+      { operation: a.operation, method: a.method, status: a.status },
       elapsedMs / 1000,
     )
     metrics.hotPathAnswered()
@@ -165,9 +209,9 @@ export function createHotPath(o: HotPathOptions): HotPath {
       requestLine({
         requestId: a.id,
         operation: a.operation,
-        method: 'GET',
+        method: a.method,
         url: a.req.url,
-        status: 200,
+        status: a.status,
         elapsedMs,
         apiKeyName: a.apiKeyName,
         remoteAddress: a.req.socket.remoteAddress,
@@ -211,6 +255,8 @@ export function createHotPath(o: HotPathOptions): HotPath {
       res,
       started,
       id,
+      method: 'GET',
+      status: 200,
       operation: 'listPets',
       apiKeyName: admitted.key.name,
       headers,
@@ -257,6 +303,8 @@ export function createHotPath(o: HotPathOptions): HotPath {
       res,
       started,
       id,
+      method: 'GET',
+      status: 200,
       operation: 'getPet',
       apiKeyName: admitted.key.name,
       headers,
@@ -265,8 +313,145 @@ export function createHotPath(o: HotPathOptions): HotPath {
     return true
   }
 
-  return (req, res) => {
-    if (req.method !== 'GET' || req.httpVersionMajor !== 1) return false
+  /**
+   * Whether a create's headers leave its answer to the hot path: a plain JSON body of a declared
+   * length within the limit, no Idempotency-Key (its claim and replay stay in the service's hands
+   * through the route), nothing CORS, forwarding or draining would change.
+   */
+  const plainCreate = (req: IncomingMessage): boolean => {
+    const h = req.headers
+    const length = h['content-length']
+    return (
+      h['content-type'] === 'application/json' &&
+      length !== undefined &&
+      /^[1-9][0-9]{0,5}$/.test(length) &&
+      Number(length) <= o.bodyLimit &&
+      h['transfer-encoding'] === undefined &&
+      h['idempotency-key'] === undefined &&
+      h.expect === undefined &&
+      h.origin === undefined &&
+      !(o.trustProxy && forwarded(req)) &&
+      !o.isDraining()
+    )
+  }
+
+  /**
+   * The pet to create, or null when the body is one the route must judge (not JSON, not a
+   * NewPet, a U+0000 in the name, which the service refuses).
+   */
+  const newPet = (body: Buffer): NewPetRecord | null => {
+    let parsed: unknown
+    try {
+      parsed = parseJsonBody(body)
+    } catch {
+      return null
+    }
+    if (!validateNewPet(parsed)) return null
+    const b = parsed as NewPetBody
+    if (b.name.includes('\u0000')) return null
+    const pet: NewPetRecord = { name: b.name, categoryId: b.categoryId }
+    if (b.status !== undefined) pet.status = b.status
+    return pet
+  }
+
+  const create = (req: IncomingMessage, res: ServerResponse, fallback: Fallback): boolean => {
+    if (!plainCreate(req)) return false
+    const started = performance.now()
+    const length = Number(req.headers['content-length'])
+    const chunks: Buffer[] = []
+    let received = 0
+    req.on('data', (chunk: Buffer) => {
+      chunks.push(chunk)
+      received += chunk.length
+    })
+    // The client went away before its body was whole: there is no one left to answer, and
+    // nothing was counted or created.
+    req.on('error', () => {})
+    req.on('end', () => {
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received)
+      const pet = received === length ? newPet(body) : null
+      const admitted = pet === null ? null : admitCreate(req)
+      if (pet === null || admitted === null) {
+        ;(req as WithReplayedBody)[REPLAYED_BODY] = body
+        fallback(req, res)
+        return
+      }
+      const id = requestId(req)
+      o.service.create(pet, admitted.key.id).then(
+        ({ pet: created }) => {
+          serializePet ??= fastJsonStringify(Pet as never) as (pet: PetRecord) => string
+          finish({
+            req,
+            res,
+            started,
+            id,
+            method: 'POST',
+            status: 201,
+            operation: 'createPet',
+            apiKeyName: admitted.key.name,
+            headers: {
+              'x-request-id': id,
+              'cache-control': 'no-store',
+              ...o.transport,
+              ...vary,
+              'ratelimit-policy': admitted.rateLimitPolicy,
+              ratelimit: admitted.rateLimit,
+              location: `/v1/pets/${created.id}`,
+            },
+            body: serializePet(created),
+          })
+        },
+        (err: unknown) => failCreate(req, res, started, id, admitted, err),
+      )
+    })
+    return true
+  }
+
+  /**
+   * A create that failed after it was counted (the store refused the commit): answered as the
+   * routes' error handler answers it, with the headers the hooks had set.
+   */
+  const failCreate = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    started: number,
+    id: string,
+    admitted: Admitted,
+    err: unknown,
+  ) => {
+    const { body, headers } = toErrorBody(err as FastifyError, logger.child({ requestId: id }))
+    finish({
+      req,
+      res,
+      started,
+      id,
+      method: 'POST',
+      status: body.status,
+      operation: 'createPet',
+      apiKeyName: admitted.key.name,
+      headers: {
+        'x-request-id': id,
+        'cache-control': 'no-store',
+        ...o.transport,
+        ...vary,
+        'ratelimit-policy': admitted.rateLimitPolicy,
+        ratelimit: admitted.rateLimit,
+        ...headers,
+      },
+      body: JSON.stringify(body),
+    })
+  }
+
+  /** Admits a create as the auth hook would, or null for Fastify to decide (unknown key, 429). */
+  const admitCreate = (req: IncomingMessage): Admitted | null => {
+    const version = readDataVersion(store)
+    return version === undefined ? null : admit(req.headers.authorization, version)
+  }
+
+  return (req, res, fallback) => {
+    if (req.httpVersionMajor !== 1) return false
+    if (req.method === 'POST') return req.url === LIST_PATH && create(req, res, fallback)
+    if (req.method !== 'GET') return false
     const url = req.url ?? ''
     if (!url.startsWith(LIST_PATH)) return false
     try {
@@ -297,6 +482,6 @@ export function serveHotPathFirst(server: Server, hot: HotPath): void {
   const fastify = listeners[0] as (req: IncomingMessage, res: ServerResponse) => void
   server.removeListener('request', fastify)
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    if (!hot(req, res)) fastify(req, res)
+    if (!hot(req, res, fastify)) fastify(req, res)
   })
 }
