@@ -72,7 +72,8 @@ function send(
   method: string,
   path: string,
   headers: Record<string, string>,
-  body?: string,
+  /** Pieces are written one by one, without Content-Length (chunked). */
+  body?: string | Buffer | string[],
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, method, path, headers }, (res) => {
@@ -88,7 +89,12 @@ function send(
       })
     })
     req.on('error', reject)
-    req.end(body)
+    if (Array.isArray(body)) {
+      for (const piece of body) req.write(piece)
+      req.end()
+    } else {
+      req.end(body)
+    }
   })
 }
 
@@ -194,32 +200,9 @@ function withoutNewId(a: Answer): Answer {
 }
 
 function sendCreate(port: number, c: CreateCase, headers: Record<string, string>): Promise<Answer> {
-  if (!c.chunked) return send(port, 'POST', '/v1/pets', headers, c.body as string)
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { host: '127.0.0.1', port, method: 'POST', path: '/v1/pets', headers },
-      (res) => {
-        const chunks: Buffer[] = []
-        res.on('data', (ch: Buffer) => chunks.push(ch))
-        res.on('end', () => {
-          const pairs: [string, string][] = []
-          for (let i = 0; i < res.rawHeaders.length; i += 2) {
-            const name = res.rawHeaders[i]!
-            if (name.toLowerCase() !== 'date') pairs.push([name, res.rawHeaders[i + 1]!])
-          }
-          resolve({
-            status: res.statusCode!,
-            headers: pairs,
-            body: Buffer.concat(chunks).toString(),
-          })
-        })
-      },
-    )
-    req.on('error', reject)
-    const text = c.body.toString()
-    req.write(text.slice(0, 5))
-    req.end(text.slice(5))
-  })
+  const text = c.body.toString()
+  const body = c.chunked ? [text.slice(0, 5), text.slice(5)] : c.body
+  return send(port, 'POST', '/v1/pets', headers, body)
 }
 
 /**

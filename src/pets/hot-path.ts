@@ -154,8 +154,20 @@ export function createHotPath(o: HotPathOptions): HotPath {
   } as never) as (body: unknown) => boolean
   // Compiled at the first get rather than at start-up (~4 ms).
   let serializePet: ((pet: PetRecord) => string) | undefined
-  // Headers in the order the hooks set them: root (id, cache, transport, deprecation), CORS, auth.
   const vary: Record<string, string> = o.varyOrigin ? { vary: 'Origin' } : {}
+  /** The headers the hooks set, in their order: root (id, cache, transport, deprecation), CORS, auth. */
+  const hookHeaders = (id: string, admitted: Admitted, deprecated: boolean) => {
+    const headers: Record<string, string> = {
+      'x-request-id': id,
+      'cache-control': 'no-store',
+      ...o.transport,
+    }
+    if (deprecated) Object.assign(headers, o.deprecation)
+    return Object.assign(headers, vary, {
+      'ratelimit-policy': admitted.rateLimitPolicy,
+      ratelimit: admitted.rateLimit,
+    })
+  }
 
   /**
    * The data version to answer at, or null when something about the request is Fastify's to
@@ -237,14 +249,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
     if (admitted === null) return false
 
     const id = requestId(req)
-    const headers: Record<string, string> = {
-      'x-request-id': id,
-      'cache-control': 'no-store',
-      ...o.transport,
-      ...vary,
-      'ratelimit-policy': admitted.rateLimitPolicy,
-      ratelimit: admitted.rateLimit,
-    }
+    const headers = hookHeaders(id, admitted, false)
     if (page.nextCursor !== null) {
       const protocol = (req.socket as TLSSocket).encrypted ? 'https' : 'http'
       const host = req.headers.host ?? ''
@@ -287,15 +292,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
       'getPet',
       admitted.key,
     )
-    const headers: Record<string, string> = {
-      'x-request-id': id,
-      'cache-control': 'no-store',
-      ...o.transport,
-      ...o.deprecation,
-      ...vary,
-      'ratelimit-policy': admitted.rateLimitPolicy,
-      ratelimit: admitted.rateLimit,
-    }
+    const headers = hookHeaders(id, admitted, true)
     serializePet ??= fastJsonStringify(Pet as never) as (pet: PetRecord) => string
     const body = serializePet(pet)
     finish({
@@ -377,69 +374,36 @@ export function createHotPath(o: HotPathOptions): HotPath {
         return
       }
       const id = requestId(req)
+      const answer = (status: number, headers: Record<string, string>, body: string) =>
+        finish({
+          req,
+          res,
+          started,
+          id,
+          method: 'POST',
+          status,
+          operation: 'createPet',
+          apiKeyName: admitted.key.name,
+          headers: Object.assign(hookHeaders(id, admitted, false), headers),
+          body,
+        })
       o.service.create(pet, admitted.key.id).then(
         ({ pet: created }) => {
           serializePet ??= fastJsonStringify(Pet as never) as (pet: PetRecord) => string
-          finish({
-            req,
-            res,
-            started,
-            id,
-            method: 'POST',
-            status: 201,
-            operation: 'createPet',
-            apiKeyName: admitted.key.name,
-            headers: {
-              'x-request-id': id,
-              'cache-control': 'no-store',
-              ...o.transport,
-              ...vary,
-              'ratelimit-policy': admitted.rateLimitPolicy,
-              ratelimit: admitted.rateLimit,
-              location: `/v1/pets/${created.id}`,
-            },
-            body: serializePet(created),
-          })
+          answer(201, { location: `/v1/pets/${created.id}` }, serializePet(created))
         },
-        (err: unknown) => failCreate(req, res, started, id, admitted, err),
+        (err: unknown) => {
+          // The store refused the commit after the request was counted: the routes' error
+          // handler's answer, from the same mapping.
+          const { body, headers } = toErrorBody(
+            err as FastifyError,
+            logger.child({ requestId: id }),
+          )
+          answer(body.status, headers, JSON.stringify(body))
+        },
       )
     })
     return true
-  }
-
-  /**
-   * A create that failed after it was counted (the store refused the commit): answered as the
-   * routes' error handler answers it, with the headers the hooks had set.
-   */
-  const failCreate = (
-    req: IncomingMessage,
-    res: ServerResponse,
-    started: number,
-    id: string,
-    admitted: Admitted,
-    err: unknown,
-  ) => {
-    const { body, headers } = toErrorBody(err as FastifyError, logger.child({ requestId: id }))
-    finish({
-      req,
-      res,
-      started,
-      id,
-      method: 'POST',
-      status: body.status,
-      operation: 'createPet',
-      apiKeyName: admitted.key.name,
-      headers: {
-        'x-request-id': id,
-        'cache-control': 'no-store',
-        ...o.transport,
-        ...vary,
-        'ratelimit-policy': admitted.rateLimitPolicy,
-        ratelimit: admitted.rateLimit,
-        ...headers,
-      },
-      body: JSON.stringify(body),
-    })
   }
 
   /** Admits a create as the auth hook would, or null for Fastify to decide (unknown key, 429). */
