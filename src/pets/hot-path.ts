@@ -366,8 +366,14 @@ export function createHotPath(o: HotPathOptions): HotPath {
     req.on('error', () => {})
     req.on('end', () => {
       const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received)
-      const pet = received === length ? newPet(body) : null
-      const admitted = pet === null ? null : admitCreate(req)
+      let pet: NewPetRecord | null = null
+      let admitted: Admitted | null = null
+      try {
+        pet = received === length ? newPet(body) : null
+        admitted = pet === null ? null : admitCreate(req)
+      } catch {
+        // Nothing here is known to throw; should it, Fastify takes the request from the start.
+      }
       if (pet === null || admitted === null) {
         ;(req as WithReplayedBody)[REPLAYED_BODY] = body
         fallback(req, res)
@@ -387,12 +393,13 @@ export function createHotPath(o: HotPathOptions): HotPath {
           headers: Object.assign(hookHeaders(id, admitted, false), headers),
           body,
         })
-      o.service.create(pet, admitted.key.id).then(
-        ({ pet: created }) => {
+      o.service
+        .create(pet, admitted.key.id)
+        .then(({ pet: created }) => {
           serializePet ??= fastJsonStringify(Pet as never) as (pet: PetRecord) => string
           answer(201, { location: `/v1/pets/${created.id}` }, serializePet(created))
-        },
-        (err: unknown) => {
+        })
+        .catch((err: unknown) => {
           // The store refused the commit after the request was counted: the routes' error
           // handler's answer, from the same mapping.
           const { body, headers } = toErrorBody(
@@ -400,8 +407,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
             logger.child({ requestId: id }),
           )
           answer(body.status, headers, JSON.stringify(body))
-        },
-      )
+        })
     })
     return true
   }
