@@ -48,6 +48,13 @@ await build({
   // text the maps are a third of the size, and Node parses them at start-up.
   sourcemap: true,
   sourcesContent: false,
+  // Whitespace and syntax only; names stay, so stack traces without source maps still read. V8
+  // keeps a script's source text in the heap: unminified (2.6 MB), the bundle held ~18 MB more
+  // heap than the unbundled build after the same load (43.7 vs 25.2 MB used) and peak RSS went
+  // from ~134 to ~166 MB after 20 s each of list, get and create. Minified (1.6 MB): 20.9 MB used,
+  // peak RSS 133–137 MB, as before the bundle.
+  minifyWhitespace: true,
+  minifySyntax: true,
   logLevel: 'warning',
 })
 chmodSync(join(OUT, 'main.js'), 0o755)
