@@ -149,8 +149,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   )
   const fallbackOrigin = new URL(config.productionUrl).origin
   // HTTP/2 requests take other objects; counters in Redis cannot answer synchronously.
-  const hotPathOn = config.hotPath && admit !== null && canServeHotPath(store) && !deps.tls?.http2
-  if (hotPathOn) {
+  const hotAdmit = config.hotPath && canServeHotPath(store) && !deps.tls?.http2 ? admit : null
+  if (hotAdmit !== null) {
     // A create the hot path read and then left to the routes comes with its body already taken
     // from the socket: Fastify's parser gets the bytes the hot path kept.
     app.addHook('preParsing', (request, _reply, payload, done) => {
@@ -160,9 +160,9 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   }
   await app.register(healthRoutes, { store, isDraining })
   await app.register(petRoutes, { service, clock, deprecatedCalls, fallbackOrigin, pages })
-  if (hotPathOn && admit !== null) {
+  if (hotAdmit !== null) {
     const hot = createHotPath({
-      admit,
+      admit: hotAdmit,
       compileValidator,
       store,
       pages,

@@ -75,11 +75,10 @@ interface Answer {
   res: ServerResponse
   /** performance.now() as the request reached the hot path. */
   started: number
-  id: string
-  method: 'GET' | 'POST'
   status: number
   operation: string
   apiKeyName: string
+  /** In the order the hooks set them (hookHeaders), X-Request-Id first. */
   headers: Record<string, string>
   body: string
 }
@@ -154,6 +153,10 @@ export function createHotPath(o: HotPathOptions): HotPath {
   } as never) as (body: unknown) => boolean
   // Compiled at the first get rather than at start-up (~4 ms).
   let serializePet: ((pet: PetRecord) => string) | undefined
+  const petJson = (pet: PetRecord): string => {
+    serializePet ??= fastJsonStringify(Pet as never) as (pet: PetRecord) => string
+    return serializePet(pet)
+  }
   const vary: Record<string, string> = o.varyOrigin ? { vary: 'Origin' } : {}
   /** The headers the hooks set, in their order: root (id, cache, transport, deprecation), CORS, auth. */
   const hookHeaders = (id: string, admitted: Admitted, deprecated: boolean) => {
@@ -170,20 +173,25 @@ export function createHotPath(o: HotPathOptions): HotPath {
   }
 
   /**
-   * The data version to answer at, or null when something about the request is Fastify's to
-   * handle (CORS, a body, forwarded headers, a drain) or the store cannot tell its version.
+   * What makes any request Fastify's, whatever its operation: CORS (`Origin`), a chunked body,
+   * forwarded headers behind a trusted proxy, a drain.
    */
-  const plainRequestVersion = (req: IncomingMessage): number | null => {
+  const leftToFastify = (req: IncomingMessage): boolean => {
     const h = req.headers
-    if (
+    return (
       h.origin !== undefined ||
-      h['content-length'] !== undefined ||
       h['transfer-encoding'] !== undefined ||
       (o.trustProxy && forwarded(req)) ||
       o.isDraining()
-    ) {
-      return null
-    }
+    )
+  }
+
+  /**
+   * The data version to answer a read at, or null when the read is Fastify's to handle (see
+   * leftToFastify, or it has a body) or the store cannot tell its version.
+   */
+  const plainRequestVersion = (req: IncomingMessage): number | null => {
+    if (req.headers['content-length'] !== undefined || leftToFastify(req)) return null
     return readDataVersion(store) ?? null
   }
 
@@ -201,7 +209,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
       } catch (err) {
         // Nothing in send is known to throw; should it, the client sees its connection end
         // rather than wait forever, and the log says why.
-        logger.error({ err, requestId: a.id }, 'hot path failed to answer')
+        logger.error({ err, requestId: a.headers['x-request-id'] }, 'hot path failed to answer')
         if (!a.res.headersSent) a.res.destroy()
       }
     }
@@ -212,16 +220,14 @@ export function createHotPath(o: HotPathOptions): HotPath {
     a.res.writeHead(a.status, a.headers)
     a.res.end(a.body)
     const elapsedMs = performance.now() - a.started
-    metrics.requestCompleted(
-      { operation: a.operation, method: a.method, status: a.status },
-      elapsedMs / 1000,
-    )
+    const method = a.req.method!
+    metrics.requestCompleted({ operation: a.operation, method, status: a.status }, elapsedMs / 1000)
     metrics.hotPathAnswered()
     logger.info(
       requestLine({
-        requestId: a.id,
+        requestId: a.headers['x-request-id'],
         operation: a.operation,
-        method: a.method,
+        method,
         url: a.req.url,
         status: a.status,
         elapsedMs,
@@ -259,8 +265,6 @@ export function createHotPath(o: HotPathOptions): HotPath {
       req,
       res,
       started,
-      id,
-      method: 'GET',
       status: 200,
       operation: 'listPets',
       apiKeyName: admitted.key.name,
@@ -293,14 +297,11 @@ export function createHotPath(o: HotPathOptions): HotPath {
       admitted.key,
     )
     const headers = hookHeaders(id, admitted, true)
-    serializePet ??= fastJsonStringify(Pet as never) as (pet: PetRecord) => string
-    const body = serializePet(pet)
+    const body = petJson(pet)
     finish({
       req,
       res,
       started,
-      id,
-      method: 'GET',
       status: 200,
       operation: 'getPet',
       apiKeyName: admitted.key.name,
@@ -323,12 +324,9 @@ export function createHotPath(o: HotPathOptions): HotPath {
       length !== undefined &&
       /^[1-9][0-9]{0,5}$/.test(length) &&
       Number(length) <= o.bodyLimit &&
-      h['transfer-encoding'] === undefined &&
       h['idempotency-key'] === undefined &&
       h.expect === undefined &&
-      h.origin === undefined &&
-      !(o.trustProxy && forwarded(req)) &&
-      !o.isDraining()
+      !leftToFastify(req)
     )
   }
 
@@ -385,8 +383,6 @@ export function createHotPath(o: HotPathOptions): HotPath {
           req,
           res,
           started,
-          id,
-          method: 'POST',
           status,
           operation: 'createPet',
           apiKeyName: admitted.key.name,
@@ -396,8 +392,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
       o.service
         .create(pet, admitted.key.id)
         .then(({ pet: created }) => {
-          serializePet ??= fastJsonStringify(Pet as never) as (pet: PetRecord) => string
-          answer(201, { location: `/v1/pets/${created.id}` }, serializePet(created))
+          answer(201, { location: `/v1/pets/${created.id}` }, petJson(created))
         })
         .catch((err: unknown) => {
           // The store refused the commit after the request was counted: the routes' error
