@@ -1,7 +1,7 @@
 // `npm run bench`: the service against a bare node:http baseline on this machine, each server
 // pinned to CPU 0 and wrk to CPU 1. See the "Benchmark" section of the README.
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -210,7 +210,7 @@ async function main(): Promise<void> {
         .toString()
         .trim() !== ''
     const date = new Date().toISOString()
-    const logBytes = readFileSync(logFile).length
+    const logBytes = statSync(logFile).size
     const names = new Map(ops.map((op) => [op.name, op.baseline === 'list' ? 'list' : 'create']))
     const md = [
       `### ${pets.toLocaleString('en-US')} pets — ${date.slice(0, 10)}`,
