@@ -48,7 +48,7 @@ export interface HotPathOptions {
   admit: Admit
   /** The app's validator compiler (createValidatorCompiler), which the routes' schemas went through. */
   compileValidator: FastifySchemaCompiler<unknown>
-  /** Must give dataVersion and getPetNow (SQLite); checked by canServeHotPath. */
+  /** Must give dataVersion and getPetAt (SQLite); checked by canServeHotPath. */
   store: Store
   pages: PageCache
   /** Creates go through the routes' own service. */
@@ -105,7 +105,7 @@ export function replayedBody(req: IncomingMessage): Buffer | undefined {
 }
 
 export function canServeHotPath(store: Store): boolean {
-  return store.dataVersion !== undefined && store.getPetNow !== undefined
+  return store.dataVersion !== undefined && store.getPetAt !== undefined
 }
 
 const LIST_PATH = '/v1/pets'
@@ -137,7 +137,7 @@ function forwarded(req: IncomingMessage): boolean {
 
 export function createHotPath(o: HotPathOptions): HotPath {
   const { admit, store, pages, logger, metrics } = o
-  const getPetNow = store.getPetNow!.bind(store)
+  const getPetAt = store.getPetAt!.bind(store)
   // The routes' own validators: the app's compiler hands out what it compiled for them.
   const validateQuery = o.compileValidator({
     schema: ListPetsQuery,
@@ -282,7 +282,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
     if (version === null) return false
     let pet: PetRecord | null
     try {
-      pet = getPetNow(params.petId as bigint)
+      pet = getPetAt(params.petId as bigint, version)
     } catch {
       return false
     }

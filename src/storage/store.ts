@@ -57,9 +57,10 @@ export interface Store {
   getPet(id: bigint): Promise<Pet | null>
   /**
    * getPet answered in the same turn, for adapters whose reads never wait (an embedded database);
-   * lets the HTTP hot path answer without leaving the request's turn. Others leave it out.
+   * lets the HTTP hot path answer without leaving the request's turn. `version` is dataVersion()
+   * read just before: the answer is the data as of that version (or later). Others leave it out.
    */
-  getPetNow?(id: bigint): Pet | null
+  getPetAt?(id: bigint, version: number): Pet | null
   /**
    * Adds a pet and resolves once it is durable. With `completes`, the idempotency claim is
    * completed in the same transaction, so a replay can never find a claim without its pet.

@@ -49,3 +49,52 @@ test('sqlite: an in-memory store is migrated on its own connection', async (t) =
     categoryId: 1n,
   })
 })
+
+test('sqlite: getPetAt reads the data as of the version given, whoever committed since', async (t) => {
+  const path = join(tempDir(t), 'store.db')
+  const store = await openSqliteStore(path)
+  t.after(() => store.close())
+  // Another process's connection, as `petstore seed` or a second worker would have.
+  const other = new Database(path)
+  t.after(() => other.close())
+  const insert = other.prepare(
+    "INSERT INTO pets (name, category_id, status, created_at) VALUES (?, 2, 'sold', 0)",
+  )
+  const first = await store.createPet({ name: 'first', categoryId: 1n })
+
+  const v1 = store.dataVersion()
+  assert.deepEqual(store.getPetAt(first.id, v1), { id: 1n, name: 'first', categoryId: 1n })
+  assert.equal(store.getPetAt(2n, v1), null)
+
+  // A commit by another connection in the same turn: the version moves, and the next read at the
+  // new version sees the commit although the turn has not ended.
+  insert.run('second')
+  const v2 = store.dataVersion()
+  assert.notEqual(v2, v1)
+  assert.deepEqual(store.getPetAt(2n, v2), {
+    id: 2n,
+    name: 'second',
+    categoryId: 2n,
+    status: 'sold',
+  })
+
+  // This store's own commit (the writer thread's connection) moves it too.
+  const third = await store.createPet({ name: 'third', categoryId: 3n })
+  const v3 = store.dataVersion()
+  assert.notEqual(v3, v2)
+  assert.deepEqual(store.getPetAt(third.id, v3), { id: 3n, name: 'third', categoryId: 3n })
+
+  // The snapshot of a turn is released when the turn ends: another process may checkpoint and
+  // restart the WAL, which an open read transaction would hold back.
+  await new Promise((r) => setImmediate(r))
+  other.pragma('wal_checkpoint(RESTART)')
+  const [row] = other.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[]
+  assert.equal(row!.busy, 0)
+  insert.run('fourth')
+  assert.deepEqual(store.getPetAt(4n, store.dataVersion()), {
+    id: 4n,
+    name: 'fourth',
+    categoryId: 2n,
+    status: 'sold',
+  })
+})

@@ -9,33 +9,22 @@ import type {
   NewPet,
   Pet,
   PetPageQuery,
-  PetStatus,
   Store,
   StoreStats,
 } from '../store.js'
 import { openDatabase } from './connection.js'
 import { migrateSqlite } from './migrate.js'
+import { PET_BY_ID, type PetRow, toPet } from './pet-row.js'
 import { type CreateItem, createTransaction } from './pet-writes.js'
+import { SnapshotReader } from './snapshot-reader.js'
 import { WalIndexVersion } from './wal-index-version.js'
 import { SqliteWriter } from './writer.js'
-
-/** A pets row as an array (`id, name, category_id, status`): the statements run in raw mode. */
-type PetRow = [id: bigint, name: string, categoryId: bigint, status: PetStatus | null]
 
 interface IdempotencyRow {
   request_hash: string
   pet_id: bigint | null
   created_at: bigint
   locked_until: bigint | null
-}
-
-// Rows come as arrays rather than objects: better-sqlite3 builds a row object property by
-// property, which was the largest single cost of a list request in the CPU profile.
-const toPet = (row: PetRow): Pet => {
-  const status = row[3]
-  return status === null
-    ? { id: row[0], name: row[1], categoryId: row[2] }
-    : { id: row[0], name: row[1], categoryId: row[2], status }
 }
 
 /**
@@ -51,8 +40,11 @@ export async function openSqliteStore(path: string): Promise<SqliteStore> {
     db.close()
     throw err
   }
-  if (path === ':memory:') return new SqliteStore(db, null, null)
-  return new SqliteStore(db, new SqliteWriter(path), WalIndexVersion.open(path))
+  if (path === ':memory:') return new SqliteStore(db)
+  const walIndex = WalIndexVersion.open(path)
+  // Snapshots are reused by data version, which only the WAL index gives exactly (snapshot-reader.ts).
+  const reader = walIndex === null ? null : new SnapshotReader(path)
+  return new SqliteStore(db, new SqliteWriter(path), walIndex, reader)
 }
 
 export class SqliteStore implements Store {
@@ -69,6 +61,8 @@ export class SqliteStore implements Store {
     private readonly writer: SqliteWriter | null = null,
     /** The version from the file's WAL index; without it, from PRAGMA data_version. */
     private readonly walIndex: WalIndexVersion | null = null,
+    /** The hot path's reads by id; without it, they run on the main connection. */
+    private readonly reader: SnapshotReader | null = null,
   ) {
     this.statements = {
       firstPage: db
@@ -91,9 +85,7 @@ export class SqliteStore implements Store {
           'SELECT id, name, category_id, status FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?',
         )
         .raw(true),
-      getPet: db
-        .prepare<[bigint], PetRow>('SELECT id, name, category_id, status FROM pets WHERE id = ?')
-        .raw(true),
+      getPet: db.prepare<[bigint], PetRow>(PET_BY_ID).raw(true),
       bulkInsertPet: db.prepare<[string, bigint, string | null, number]>(
         'INSERT INTO pets (name, category_id, status, created_at) VALUES (?, ?, ?, ?)',
       ),
@@ -155,11 +147,12 @@ export class SqliteStore implements Store {
   }
 
   async getPet(id: bigint): Promise<Pet | null> {
-    return this.getPetNow(id)
+    const row = this.statements.getPet.get(id)
+    return row ? toPet(row) : null
   }
 
-  getPetNow(id: bigint): Pet | null {
-    const row = this.statements.getPet.get(id)
+  getPetAt(id: bigint, version: number): Pet | null {
+    const row = this.reader ? this.reader.pet(id, version) : this.statements.getPet.get(id)
     return row ? toPet(row) : null
   }
 
@@ -265,6 +258,7 @@ export class SqliteStore implements Store {
     this.closed = true
     await this.creates.idle()
     await this.writer?.close()
+    this.reader?.close()
     this.walIndex?.close()
     this.db.close()
   }
