@@ -19,6 +19,8 @@ export interface Config {
   productionUrl: string
   stagingUrl: string
   deprecatedAt: Date
+  /** Least time between two `deprecated operation called` lines of one key; 0 logs every call. */
+  deprecatedCallLogIntervalMs: number
   rateLimitMax: number
   rateLimitWindowMs: number
   authFailureLimitMax: number
@@ -286,6 +288,15 @@ export const settings = [
     accepts: 'an ISO 8601 instant with a zone, not after the sunset',
     description: 'When `getPet` became deprecated; sent as `Deprecation: @<epoch-seconds>`.',
     parse: instant,
+  },
+  {
+    key: 'deprecatedCallLogIntervalMs',
+    env: 'PETSTORE_DEPRECATED_CALL_LOG_INTERVAL',
+    default: '1m',
+    accepts: 'a duration such as `1m`, `10s` or `0s`',
+    description:
+      "Least time between two `deprecated operation called` warnings for one API key: a key's first `getPet` call is logged at once, later ones at most once per interval with the running count. `0s` logs every call.",
+    parse: duration,
   },
   {
     key: 'rateLimitMax',

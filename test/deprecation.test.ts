@@ -6,7 +6,7 @@ import type { LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../src/app.js'
 import { createApiKey } from '../src/auth/api-keys.js'
 import { manualClock } from '../src/clock.js'
-import { configWith } from '../src/config.js'
+import { type Config, configWith } from '../src/config.js'
 import { createPet, json, testApp, testStore } from './support/app.js'
 
 const SUNSET = 'Thu, 05 Dec 2030 00:00:00 GMT'
@@ -162,14 +162,14 @@ describe('getPet sunset', () => {
 })
 
 describe('getPet call counting', () => {
-  async function loggedApp(t: TestContext) {
+  async function loggedApp(t: TestContext, config: Partial<Config> = {}) {
     const lines: string[] = []
     const store = await testStore(t)
     const clock = manualClock(new Date('2026-01-15T12:00:00Z'))
     const alice = await createApiKey(store, clock, 'alice-app')
     const bob = await createApiKey(store, clock, 'bob-app')
     const app = await buildApp({
-      config: configWith(),
+      config: configWith(config),
       store,
       clock,
       logger: { level: 'info', stream: { write: (line: string) => lines.push(line) } },
@@ -181,19 +181,31 @@ describe('getPet call counting', () => {
     })
     const get = (key: string, url = '/v1/pets/1') =>
       app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${key}` } })
-    return { app, lines, alice, bob, get }
+    const warnings = () =>
+      lines
+        .map((line) => JSON.parse(line) as Partial<DeprecatedCallLine>)
+        .filter((entry) => entry.msg === 'deprecated operation called')
+        .map(({ level, deprecatedOperation, apiKeyId, apiKeyName, callsByKey }) => ({
+          level,
+          deprecatedOperation,
+          apiKeyId,
+          apiKeyName,
+          callsByKey,
+        }))
+    return { app, clock, lines, alice, bob, get, warnings }
   }
 
   interface DeprecatedCallLine {
     msg: string
+    level: number
     deprecatedOperation: string
     apiKeyId: string
     apiKeyName: string
     callsByKey: number
   }
 
-  test('each call is logged with the key name and the running count of that key', async (t) => {
-    const { app, lines, alice, bob, get } = await loggedApp(t)
+  test("a key's first call is logged at once, later ones once per interval with the running count", async (t) => {
+    const { app, clock, alice, bob, get, warnings } = await loggedApp(t)
     const created = await app.inject({
       method: 'POST',
       url: '/v1/pets',
@@ -201,6 +213,13 @@ describe('getPet call counting', () => {
       payload: '{"name":"Rex","categoryId":7}',
     })
     assert.equal(created.statusCode, 201)
+    const line = (key: typeof alice, name: string, callsByKey: number) => ({
+      level: 40,
+      deprecatedOperation: 'getPet',
+      apiKeyId: key.record.id,
+      apiKeyName: name,
+      callsByKey,
+    })
 
     assert.equal((await get(alice.key)).statusCode, 200)
     assert.equal((await get(alice.key, '/v1/pets/999')).statusCode, 404)
@@ -220,36 +239,31 @@ describe('getPet call counting', () => {
       ).statusCode,
       200,
     )
+    // Alice's second call (the 404) is counted but not logged: her first line is a second old.
+    assert.deepEqual(warnings(), [line(alice, 'alice-app', 1), line(bob, 'bob-app', 1)])
 
-    const counted = lines
-      .map((line) => JSON.parse(line) as Partial<DeprecatedCallLine>)
-      .filter((entry) => entry.msg === 'deprecated operation called')
-      .map(({ deprecatedOperation, apiKeyId, apiKeyName, callsByKey }) => ({
-        deprecatedOperation,
-        apiKeyId,
-        apiKeyName,
-        callsByKey,
-      }))
-    assert.deepEqual(counted, [
-      {
-        deprecatedOperation: 'getPet',
-        apiKeyId: alice.record.id,
-        apiKeyName: 'alice-app',
-        callsByKey: 1,
-      },
-      {
-        deprecatedOperation: 'getPet',
-        apiKeyId: alice.record.id,
-        apiKeyName: 'alice-app',
-        callsByKey: 2,
-      },
-      {
-        deprecatedOperation: 'getPet',
-        apiKeyId: bob.record.id,
-        apiKeyName: 'bob-app',
-        callsByKey: 1,
-      },
+    clock.advance(59_999)
+    assert.equal((await get(alice.key)).statusCode, 200)
+    assert.equal(warnings().length, 2)
+    clock.advance(1)
+    assert.equal((await get(alice.key)).statusCode, 200)
+    assert.equal((await get(alice.key)).statusCode, 200)
+    assert.deepEqual(warnings(), [
+      line(alice, 'alice-app', 1),
+      line(bob, 'bob-app', 1),
+      line(alice, 'alice-app', 4),
     ])
+  })
+
+  test('PETSTORE_DEPRECATED_CALL_LOG_INTERVAL=0s logs every call', async (t) => {
+    const { alice, get, warnings } = await loggedApp(t, { deprecatedCallLogIntervalMs: 0 })
+    assert.equal((await get(alice.key)).statusCode, 404)
+    assert.equal((await get(alice.key)).statusCode, 404)
+    assert.equal((await get(alice.key)).statusCode, 404)
+    assert.deepEqual(
+      warnings().map((w) => w.callsByKey),
+      [1, 2, 3],
+    )
   })
 
   test('no log line contains a key or an Authorization header value', async (t) => {

@@ -53,7 +53,13 @@ async function pair(t: TestContext, config: Partial<Config> = {}): Promise<Pair>
     const logs: string[] = []
     const metrics = new Metrics({ processMetrics: false })
     const app = await buildApp({
-      config: configWith({ corsOrigins: [ORIGIN], ...config, hotPath }),
+      // Every deprecated call logged, so that each request's lines can be compared between apps.
+      config: configWith({
+        corsOrigins: [ORIGIN],
+        deprecatedCallLogIntervalMs: 0,
+        ...config,
+        hotPath,
+      }),
       store,
       clock,
       metrics,
@@ -353,6 +359,28 @@ describe('the hot path answers as the routes do', () => {
     })
     assert.equal(refused.status, 401)
     assert.equal(JSON.parse(refused.body).code, 'unauthorized')
+  })
+
+  test('get: the hot path logs deprecated calls at the interval, as Fastify does', async (t) => {
+    const p = await pair(t, { deprecatedCallLogIntervalMs: 60_000 })
+    await seed(p, 1)
+    const get = async () => {
+      const res = await send(p.hot.port, 'GET', '/v1/pets/1', { authorization: `Bearer ${p.key}` })
+      assert.equal(res.status, 200)
+    }
+    const counts = () =>
+      p.hot.logs
+        .map((line) => JSON.parse(line))
+        .filter((l) => l.msg === 'deprecated operation called')
+        .map((l) => l.callsByKey)
+    // The first call fills the key memory through Fastify and is logged; the next two are hot.
+    for (let i = 0; i < 3; i++) await get()
+    assert.deepEqual(counts(), [1])
+    p.clock.advance(60_000)
+    await get()
+    await get()
+    assert.deepEqual(counts(), [1, 4])
+    assert.equal(await hotAnswers(p.hot), 4)
   })
 
   test('a used-up budget is refused by Fastify with 429, never by the hot path', async (t) => {

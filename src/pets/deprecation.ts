@@ -1,4 +1,5 @@
 // getPet is deprecated: the headers every response of it carries, and the count of who calls it.
+import type { Clock } from '../clock.js'
 import { GETPET_SUNSET } from '../config.js'
 
 export type DeprecationHeaders = Record<'deprecation' | 'sunset' | 'link', string>
@@ -21,27 +22,47 @@ export interface WarnLog {
   warn(fields: object, msg: string): void
 }
 
+interface KeyCalls {
+  count: number
+  /** Clock time (ms) of this key's last warning. */
+  loggedAt: number
+}
+
 /**
- * Counts calls to the deprecated operation per API key and logs each with the running count;
- * `onCall` hears of each call too (the metrics' count by key name).
+ * Counts calls to the deprecated operation per API key; `onCall` hears of each call (the metrics'
+ * count by key name). A key's first call is logged as a warning with its running count, and its
+ * later calls at most once per `logIntervalMs` (0: every call).
+ *
+ * Why not a warning per call: every call already has its request line (operation and key name),
+ * and a client still polling getPet would otherwise fill the log with identical warnings, one
+ * pino line per call (~2.5 µs, a tenth of a get's CPU under load; README "Benchmark").
  */
 export class DeprecatedCallCounter {
-  private readonly counts = new Map<string, number>()
+  private readonly calls = new Map<string, KeyCalls>()
 
-  constructor(private readonly onCall?: (operation: string, apiKeyName: string) => void) {}
+  constructor(
+    private readonly clock: Clock,
+    private readonly logIntervalMs: number,
+    private readonly onCall?: (operation: string, apiKeyName: string) => void,
+  ) {}
 
   record(log: WarnLog, operation: string, key: { id: string; name: string }): number {
-    const n = (this.counts.get(key.id) ?? 0) + 1
-    this.counts.set(key.id, n)
-    log.warn(
-      { deprecatedOperation: operation, apiKeyId: key.id, apiKeyName: key.name, callsByKey: n },
-      'deprecated operation called',
-    )
+    const now = this.clock.now().getTime()
+    let calls = this.calls.get(key.id)
+    const due = calls === undefined || now - calls.loggedAt >= this.logIntervalMs
+    if (calls === undefined) {
+      calls = { count: 0, loggedAt: now }
+      this.calls.set(key.id, calls)
+    }
+    const n = ++calls.count
+    if (due) {
+      calls.loggedAt = now
+      log.warn(
+        { deprecatedOperation: operation, apiKeyId: key.id, apiKeyName: key.name, callsByKey: n },
+        'deprecated operation called',
+      )
+    }
     this.onCall?.(operation, key.name)
     return n
-  }
-
-  snapshot(): ReadonlyMap<string, number> {
-    return this.counts
   }
 }
