@@ -114,6 +114,29 @@ export class ApiKeyVerifier {
     return undefined
   }
 
+  /**
+   * recall, and for a key that matched at an earlier version, its record read again in the same
+   * turn (stores with findApiKeyNow): the same secret hash, still active, and the key holds at
+   * `version` too. Undefined, with nothing remembered, whenever the answer needs verify.
+   *
+   * Why: under a stream of creates every group commit moves the version, and each key's first
+   * request after it went through the framework only to find its own record unchanged. The
+   * presented text is the one whose hash matched before, so comparing the stored hashes is the
+   * same check as hashing it again; `version` was read before this read, as verify's is.
+   */
+  recallNow(presented: string, version: number | undefined): AuthenticatedKey | undefined {
+    const known = this.remembered.get(presented)
+    if (known === undefined || version === undefined) return undefined
+    if (known.version === -1 || known.version === version) return this.recall(presented, version)
+    if (known.record === null || this.store.findApiKeyNow === undefined) return undefined
+    const record = this.store.findApiKeyNow(known.record.id)
+    if (record === null || !record.secretHash.equals(known.record.secretHash)) return undefined
+    if (!this.isActive(record)) return undefined
+    const identity = { id: record.id, name: record.name }
+    this.remembered.set(presented, { version, identity, record })
+    return identity
+  }
+
   private remember(presented: string, entry: Remembered): void {
     if (this.remembered.size >= MAX_REMEMBERED_KEYS) this.remembered.clear()
     this.remembered.set(presented, entry)

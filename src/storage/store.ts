@@ -76,6 +76,8 @@ export interface Store {
   deleteIdempotencyKeysBefore(cutoff: Date): Promise<number>
   insertApiKey(key: ApiKeyRecord): Promise<void>
   findApiKey(id: string): Promise<ApiKeyRecord | null>
+  /** findApiKey answered in the same turn, for adapters whose reads never wait; others leave it out. */
+  findApiKeyNow?(id: string): ApiKeyRecord | null
   listApiKeys(): Promise<ApiKeyRecord[]>
   /** Marks the key revoked; false when no such key exists or it was already revoked. */
   revokeApiKey(id: string, at: Date): Promise<boolean>

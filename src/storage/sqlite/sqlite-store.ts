@@ -220,6 +220,10 @@ export class SqliteStore implements Store {
   }
 
   async findApiKey(id: string): Promise<ApiKeyRecord | null> {
+    return this.findApiKeyNow(id)
+  }
+
+  findApiKeyNow(id: string): ApiKeyRecord | null {
     const row = this.statements.findApiKey.get(id)
     return row ? toApiKey(row) : null
   }
