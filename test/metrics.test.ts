@@ -212,8 +212,9 @@ describe('metrics of a running service', () => {
       'petstore_rate_limit_rejections_total{policy="auth-failures"} 1',
     ])
     assert.deepEqual(samples(text, 'petstore_storage_connections'), [
-      // The main connection and the writer thread's (started by the creates above).
-      'petstore_storage_connections{state="in_use"} 2',
+      // The main connection, the hot path's reader and the writer thread's (started by the
+      // creates above).
+      'petstore_storage_connections{state="in_use"} 3',
       'petstore_storage_connections{state="idle"} 0',
       'petstore_storage_connections{state="waiting"} 0',
     ])
@@ -355,8 +356,9 @@ describe('storage figures', () => {
 
     // Three creates in one turn of the event loop are one commit.
     const creates = [1, 2, 3].map((n) => store.createPet({ name: `pet-${n}`, categoryId: 1n }))
+    // The main connection and the hot path's reader; the writer thread starts with the first commit.
     assert.deepEqual(store.stats(), {
-      connections: { inUse: 1, idle: 0, waiting: 0 },
+      connections: { inUse: 2, idle: 0, waiting: 0 },
       queuedWrites: 3,
     })
     assert.equal(

@@ -126,9 +126,11 @@ export class ApiKeyVerifier {
    */
   recallNow(presented: string, version: number | undefined): AuthenticatedKey | undefined {
     const known = this.remembered.get(presented)
-    if (known === undefined || version === undefined) return undefined
+    if (known === undefined) return undefined
     if (known.version === -1 || known.version === version) return this.recall(presented, version)
-    if (known.record === null || this.store.findApiKeyNow === undefined) return undefined
+    if (version === undefined || known.record === null || this.store.findApiKeyNow === undefined) {
+      return undefined
+    }
     const record = this.store.findApiKeyNow(known.record.id)
     if (record === null || !record.secretHash.equals(known.record.secretHash)) return undefined
     if (!this.isActive(record)) return undefined

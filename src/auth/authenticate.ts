@@ -85,9 +85,9 @@ export interface Admitted {
 
 /**
  * Admits, synchronously, a request whose key matched before and holds at `version` (recallNow)
- * and whose budget has room, counting it as the hook would. Anything else returns null with nothing counted,
- * so that the hook can take the request from the start: an unknown key, a failed or missing
- * header, a budget used up.
+ * and whose budget has room, counting it as the hook would. Anything else returns null with
+ * nothing counted, so that the hook can take the request from the start: an unknown key, a
+ * failed or missing header, a budget used up.
  */
 export type Admit = (
   authorization: string | undefined,

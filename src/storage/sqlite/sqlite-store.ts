@@ -267,9 +267,12 @@ export class SqliteStore implements Store {
     this.db.close()
   }
 
-  /** The main connection, and the writer thread's once the first create started it. */
+  /**
+   * The main connection, the snapshot reader's, and the writer thread's once the first create
+   * started it.
+   */
   stats(): StoreStats {
-    const open = this.closed ? 0 : 1 + (this.writer?.running ? 1 : 0)
+    const open = this.closed ? 0 : 1 + (this.reader ? 1 : 0) + (this.writer?.running ? 1 : 0)
     return {
       connections: { inUse: open, idle: 0, waiting: 0 },
       queuedWrites: this.creates.queued,
