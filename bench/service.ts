@@ -11,7 +11,7 @@ import { runCommand } from './wrk.js'
 export const ROOT = resolve(import.meta.dirname, '..')
 const CLI = join(ROOT, 'dist', 'main.js')
 /** Node's flags for the service, as `npm start`, the `petstore` bin and deploy/*.service give them. */
-const NODE_FLAGS = ['--no-memory-reducer']
+export const NODE_FLAGS = ['--no-memory-reducer', '--max-semi-space-size=8']
 
 export interface Running {
   child: ChildProcess

@@ -24,11 +24,17 @@ import { dirname, join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
+import { NODE_FLAGS as BENCH_NODE_FLAGS } from '../bench/service.js'
 import { duration, loadConfig } from '../src/config.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '')
 const DEPLOY = join(ROOT, 'deploy')
 const MAIN = join(ROOT, 'dist/main.js')
+/** Node's flags for the service: the `petstore` bin's `#!` line (src/cli/main.ts) is their source. */
+const NODE_FLAGS = readFileSync(join(ROOT, 'src/cli/main.ts'), 'utf8')
+  .split('\n', 1)[0]!
+  .replace(/^#!\/usr\/bin\/env -S node /, '')
+  .split(' ')
 const API_KEY = 'deploy-test-key-0123456789'
 const PUBLIC_HOST = 'petstore.example.com'
 const LISTENING = /petstore listening on http:\/\/127\.0\.0\.1:(\d+) \(store: sqlite\)\n/
@@ -306,7 +312,7 @@ async function runUnit(
   const execStart = value(unit, 'Service', 'ExecStart')
   assert.match(execStart, /^[^-@:+!$][^$]*$/, 'ExecStart has no prefix or variable to emulate')
   const argv = words(execStart).map(map)
-  assert.deepEqual(argv, [process.execPath, '--no-memory-reducer', MAIN, 'serve'])
+  assert.deepEqual(argv, [process.execPath, ...NODE_FLAGS, MAIN, 'serve'])
   const proc = launch(t, argv, {
     cwd: map(value(unit, 'Service', 'WorkingDirectory')),
     env: serviceEnvironment(unit, instance, paths),
@@ -322,6 +328,24 @@ async function assertReadyAndServing(port: number): Promise<void> {
   assert.deepEqual(await ready.json(), { status: 'ready' })
 }
 
+test("every way of starting the service gives node the bin's flags", () => {
+  assert.deepEqual(NODE_FLAGS, ['--no-memory-reducer', '--max-semi-space-size=8'])
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
+  assert.equal(
+    pkg.scripts.start,
+    `node --enable-source-maps ${NODE_FLAGS.join(' ')} dist/main.js serve`,
+  )
+  assert.deepEqual(BENCH_NODE_FLAGS, NODE_FLAGS)
+  for (const file of ['petstore.service', 'petstore@.service']) {
+    const unit = parseUnit(readFileSync(join(DEPLOY, file), 'utf8'))
+    assert.equal(
+      value(unit, 'Service', 'ExecStart'),
+      `/usr/bin/node ${NODE_FLAGS.join(' ')} /opt/petstore/dist/main.js serve`,
+      file,
+    )
+  }
+})
+
 describe('deploy/petstore.service and deploy/petstore@.service', { concurrency: true }, () => {
   const single = () => parseUnit(readFileSync(join(DEPLOY, 'petstore.service'), 'utf8'))
   const template = () => parseUnit(readFileSync(join(DEPLOY, 'petstore@.service'), 'utf8'))
@@ -333,7 +357,7 @@ describe('deploy/petstore.service and deploy/petstore@.service', { concurrency: 
     const expected: Record<string, string> = {
       User: 'petstore',
       WorkingDirectory: '/opt/petstore',
-      ExecStart: '/usr/bin/node --no-memory-reducer /opt/petstore/dist/main.js serve',
+      ExecStart: `/usr/bin/node ${NODE_FLAGS.join(' ')} /opt/petstore/dist/main.js serve`,
       Restart: 'on-failure',
       KillSignal: 'SIGTERM',
       NoNewPrivileges: 'yes',

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --no-memory-reducer
+#!/usr/bin/env -S node --no-memory-reducer --max-semi-space-size=8
 // The `petstore` command: one entry for everything an operator does.
 import cluster from 'node:cluster'
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander'
