@@ -509,7 +509,7 @@ describe('the hot path answers as the routes do', () => {
       '429 "default";r=0',
     ])
     // The hot path answered both creates: the first one's commit moved the data version, and the
-    // second read its key's record again (recallNow) in its own turn. The bad body and the 429
+    // second read its key's record again (recall) in its own turn. The bad body and the 429
     // were Fastify's.
     assert.equal(await hotAnswers(p.hot), 2)
 

@@ -99,35 +99,22 @@ export class ApiKeyVerifier {
   }
 
   /**
-   * The key's identity when it matched before and still holds at `version`, without a lookup;
-   * undefined when only the store can tell (never seen, another version, expired meanwhile).
+   * The key's identity when it matched before and still holds at `version`, synchronously;
+   * undefined when only a full check can tell (never seen, expired, revoked, no version).
+   *
+   * A key that matched at an earlier version has its record read again here, on stores that
+   * answer in the same turn (findApiKeyNow): the same stored hash, still active, and it holds at
+   * `version` too. Why: under a stream of creates every group commit moves the version, and each
+   * key's first request after it went through the full check only to find its record unchanged.
+   * The presented text is the one whose hash matched before, so comparing the stored hashes is
+   * the same check as hashing it again; `version` was read before this read, as verify's is.
    */
   recall(presented: string, version: number | undefined): AuthenticatedKey | undefined {
     const known = this.remembered.get(presented)
-    if (
-      known !== undefined &&
-      (known.version === -1 || known.version === version) &&
-      (known.record === null || this.isActive(known.record))
-    ) {
-      return known.identity
-    }
-    return undefined
-  }
-
-  /**
-   * recall, and for a key that matched at an earlier version, its record read again in the same
-   * turn (stores with findApiKeyNow): the same secret hash, still active, and the key holds at
-   * `version` too. Undefined, with nothing remembered, whenever the answer needs verify.
-   *
-   * Why: under a stream of creates every group commit moves the version, and each key's first
-   * request after it went through the framework only to find its own record unchanged. The
-   * presented text is the one whose hash matched before, so comparing the stored hashes is the
-   * same check as hashing it again; `version` was read before this read, as verify's is.
-   */
-  recallNow(presented: string, version: number | undefined): AuthenticatedKey | undefined {
-    const known = this.remembered.get(presented)
     if (known === undefined) return undefined
-    if (known.version === -1 || known.version === version) return this.recall(presented, version)
+    if (known.version === -1 || known.version === version) {
+      return known.record === null || this.isActive(known.record) ? known.identity : undefined
+    }
     if (version === undefined || known.record === null || this.store.findApiKeyNow === undefined) {
       return undefined
     }

@@ -84,7 +84,7 @@ export interface Admitted {
 }
 
 /**
- * Admits, synchronously, a request whose key matched before and holds at `version` (recallNow)
+ * Admits, synchronously, a request whose key matched before and holds at `version` (recall)
  * and whose budget has room, counting it as the hook would. Anything else returns null with
  * nothing counted, so that the hook can take the request from the start: an unknown key, a
  * failed or missing header, a budget used up.
@@ -119,7 +119,7 @@ export async function registerAuth(app: FastifyInstance, opts: AuthOptions): Pro
     const policy = rateLimitPolicyField('default', opts.rateLimit)
     admit = (authorization, version) => {
       const token = bearerToken(authorization)
-      const key = token ? opts.verifier.recallNow(token, version) : undefined
+      const key = token ? opts.verifier.recall(token, version) : undefined
       if (key === undefined) return null
       const name = perKeyCounterName(key.id)
       if (perKeyWindows.wouldExceed(name)) return null

@@ -49,13 +49,12 @@ export class DeprecatedCallCounter {
   record(log: WarnLog, operation: string, key: { id: string; name: string }): number {
     const now = this.clock.now().getTime()
     let calls = this.calls.get(key.id)
-    const due = calls === undefined || now - calls.loggedAt >= this.logIntervalMs
     if (calls === undefined) {
-      calls = { count: 0, loggedAt: now }
+      calls = { count: 0, loggedAt: Number.NEGATIVE_INFINITY }
       this.calls.set(key.id, calls)
     }
     const n = ++calls.count
-    if (due) {
+    if (now - calls.loggedAt >= this.logIntervalMs) {
       calls.loggedAt = now
       log.warn(
         { deprecatedOperation: operation, apiKeyId: key.id, apiKeyName: key.name, callsByKey: n },

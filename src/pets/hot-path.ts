@@ -42,7 +42,7 @@ import {
   Pet,
   PetIdParams,
 } from './schemas.js'
-import type { PetService } from './service.js'
+import { isStorableName, newPetOf, type PetService } from './service.js'
 
 export interface HotPathOptions {
   admit: Admit
@@ -342,11 +342,8 @@ export function createHotPath(o: HotPathOptions): HotPath {
       return null
     }
     if (!validateNewPet(parsed)) return null
-    const b = parsed as NewPetBody
-    if (b.name.includes('\u0000')) return null
-    const pet: NewPetRecord = { name: b.name, categoryId: b.categoryId }
-    if (b.status !== undefined) pet.status = b.status
-    return pet
+    const pet = parsed as NewPetBody
+    return isStorableName(pet.name) ? newPetOf(pet) : null
   }
 
   const create = (req: IncomingMessage, res: ServerResponse, fallback: Fallback): boolean => {

@@ -10,7 +10,7 @@ import { nextPageLink } from './next-link.js'
 import { type CachedPage, PageCache } from './page-cache.js'
 import { errorResponse, headers, withHeaders } from './responses.js'
 import { ListPetsQuery, NewPet, Pet, PetIdParams, Pets } from './schemas.js'
-import type { PetService } from './service.js'
+import { newPetOf, type PetService } from './service.js'
 
 export interface PetRoutesOptions {
   service: PetService
@@ -126,11 +126,12 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
       },
     },
     async (request, reply) => {
-      const body = request.body
-      const pet: NewPetRecord = { name: body.name, categoryId: body.categoryId }
-      if (body.status !== undefined) pet.status = body.status
       const idempotencyKey = request.headers['idempotency-key']
-      const result = await service.create(pet, request.apiKey!.id, idempotencyKey)
+      const result = await service.create(
+        newPetOf(request.body),
+        request.apiKey!.id,
+        idempotencyKey,
+      )
       reply.code(201).header('location', `/v1/pets/${result.pet.id}`)
       if (result.replayed) reply.header('idempotent-replayed', 'true')
       return result.pet

@@ -4,6 +4,7 @@ import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
 import type { IdempotencyRef, NewPet, Pet, PetStatus, Store } from '../storage/store.js'
 import { decodeCursor, encodeCursor } from './cursor.js'
+import type { NewPetBody } from './schemas.js'
 
 export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000
 /** How long a claimed key stays "in progress" if the request holding it dies without finishing. */
@@ -24,6 +25,18 @@ export interface CreateResult {
 export function hashNewPet(pet: NewPet): string {
   const canonical = JSON.stringify([pet.name, pet.categoryId.toString(), pet.status ?? null])
   return createHash('sha256').update(canonical).digest('hex')
+}
+
+/** The pet a valid NewPet body asks for; an absent status stays absent. */
+export function newPetOf(body: NewPetBody): NewPet {
+  const pet: NewPet = { name: body.name, categoryId: body.categoryId }
+  if (body.status !== undefined) pet.status = body.status
+  return pet
+}
+
+/** PostgreSQL text cannot hold U+0000; refusing it on every store keeps them alike. */
+export function isStorableName(name: string): boolean {
+  return !name.includes('\u0000')
 }
 
 export class PetService {
@@ -52,8 +65,7 @@ export class PetService {
   }
 
   async create(pet: NewPet, apiKeyId: string, idempotencyKey?: string): Promise<CreateResult> {
-    // PostgreSQL text cannot hold U+0000; refusing it on every store keeps them alike.
-    if (pet.name.includes('\u0000')) {
+    if (!isStorableName(pet.name)) {
       throw new ApiError('invalid_request', "field 'name' must not contain the character U+0000")
     }
     if (idempotencyKey === undefined) {
