@@ -83,9 +83,7 @@ export class ApiKeyVerifier {
     if (m) {
       const record = await this.store.findApiKey(m[1]!)
       if (record && timingSafeEqual(record.secretHash, sha256(m[2]!)) && this.isActive(record)) {
-        const identity = { id: record.id, name: record.name }
-        if (version !== undefined) this.remember(presented, { version, identity, record })
-        return identity
+        return this.matched(presented, version, record)
       }
     }
     // Hashing first makes every comparison the same length, so timingSafeEqual applies.
@@ -120,9 +118,17 @@ export class ApiKeyVerifier {
     }
     const record = this.store.findApiKeyNow(known.record.id)
     if (record === null || !record.secretHash.equals(known.record.secretHash)) return undefined
-    if (!this.isActive(record)) return undefined
+    return this.isActive(record) ? this.matched(presented, version, record) : undefined
+  }
+
+  /** The identity of a stored key that matched, remembered at `version` when there is one. */
+  private matched(
+    presented: string,
+    version: number | undefined,
+    record: ApiKeyRecord,
+  ): AuthenticatedKey {
     const identity = { id: record.id, name: record.name }
-    this.remembered.set(presented, { version, identity, record })
+    if (version !== undefined) this.remember(presented, { version, identity, record })
     return identity
   }
 
