@@ -4,8 +4,9 @@
 // the request's log lines. The metric of hot-path answers shows which requests it took. (SQLite
 // only: the hot path needs a synchronous store.)
 import assert from 'node:assert/strict'
-import { request } from 'node:http'
+import { request, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { connect } from 'node:net'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import Database from 'better-sqlite3'
@@ -26,6 +27,7 @@ interface Answer {
 
 interface Served {
   port: number
+  server: Server
   metrics: Metrics
   logs: string[]
 }
@@ -68,7 +70,12 @@ async function pair(t: TestContext, config: Partial<Config> = {}): Promise<Pair>
     })
     await app.listen({ port: 0, host: '127.0.0.1' })
     t.after(() => app.close())
-    return { port: (app.server.address() as AddressInfo).port, metrics, logs }
+    return {
+      port: (app.server.address() as AddressInfo).port,
+      server: app.server as Server,
+      metrics,
+      logs,
+    }
   }
   return { hot: await serve(true), plain: await serve(false), key, store, dir, clock, draining }
 }
@@ -117,6 +124,41 @@ function comparable(a: Answer): Answer {
       k === 'ratelimit' ? v.replace(/;r=\d+;t=(?:59|60)$/, ';r=N;t=T') : v,
     ]),
   }
+}
+
+/**
+ * Writes the requests on one connection with one write, so that the server reads them in one turn
+ * of its event loop, and resolves with the answers in their order.
+ */
+function pipelined(port: number, requests: string[]): Promise<{ status: number; body: string }[]> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1')
+    const answers: { status: number; body: string }[] = []
+    let buffer = Buffer.alloc(0)
+    socket.on('error', reject)
+    socket.on('data', (chunk: Buffer) => {
+      buffer = Buffer.concat([buffer, chunk])
+      for (;;) {
+        const headEnd = buffer.indexOf('\r\n\r\n')
+        if (headEnd === -1) return
+        const head = buffer.subarray(0, headEnd).toString()
+        const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? 0)
+        const end = headEnd + 4 + length
+        if (buffer.length < end) return
+        answers.push({
+          status: Number(head.slice('HTTP/1.1 '.length, 'HTTP/1.1 200'.length)),
+          body: buffer.subarray(headEnd + 4, end).toString(),
+        })
+        buffer = buffer.subarray(end)
+        if (answers.length === requests.length) {
+          socket.end()
+          resolve(answers)
+          return
+        }
+      }
+    })
+    socket.write(requests.join(''))
+  })
 }
 
 async function hotAnswers(s: Served): Promise<number> {
@@ -364,6 +406,48 @@ describe('the hot path answers as the routes do', () => {
       assert.equal(JSON.parse(refused.body).code, 'unauthorized')
       assert.equal(await hotAnswers(p.hot), before)
     }
+  })
+
+  test('the lists and gets of one turn share one read of the data version, taken once all of them have arrived', async (t) => {
+    const p = await pair(t)
+    await seed(p, 3)
+    const paths = ['/v1/pets/1', '/v1/pets/2', '/v1/pets?limit=2', '/v1/pets/3']
+    const raw = (path: string) =>
+      `GET ${path} HTTP/1.1\r\nHost: petstore.test\r\nAuthorization: Bearer ${p.key}\r\n\r\n`
+    const expected: { status: number; body: string }[] = []
+    for (const path of paths) {
+      const { status, body } = await send(p.plain.port, 'GET', path, {
+        authorization: `Bearer ${p.key}`,
+      })
+      expected.push({ status, body })
+    }
+    // Once through first, so that the page is cached and the key remembered.
+    assert.deepEqual(await pipelined(p.hot.port, paths.map(raw)), expected)
+
+    const readVersion = p.store.dataVersion.bind(p.store)
+    let versionReads = 0
+    p.store.dataVersion = () => {
+      versionReads++
+      return readVersion()
+    }
+    t.after(() => {
+      p.store.dataVersion = readVersion
+    })
+    const before = await hotAnswers(p.hot)
+    assert.deepEqual(await pipelined(p.hot.port, paths.map(raw)), expected)
+    assert.equal((await hotAnswers(p.hot)) - before, paths.length)
+    assert.equal(versionReads, 1)
+
+    // The version is read after the requests arrived: a commit made by another connection once a
+    // request is in, in the same turn, is in its answer. Here the commit revokes the key.
+    const db = new Database(join(p.dir, 'petstore.db'))
+    t.after(() => db.close())
+    const revoke = () => db.prepare('UPDATE api_keys SET revoked_at = 1').run()
+    p.hot.server.once('request', revoke)
+    const refused = await pipelined(p.hot.port, [raw('/v1/pets/1')])
+    assert.equal(refused[0]!.status, 401)
+    assert.equal(JSON.parse(refused[0]!.body).code, 'unauthorized')
+    assert.equal((await hotAnswers(p.hot)) - before, paths.length)
   })
 
   test('get: the hot path logs deprecated calls at the interval, as Fastify does', async (t) => {
