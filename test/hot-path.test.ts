@@ -408,7 +408,7 @@ describe('the hot path answers as the routes do', () => {
     }
   })
 
-  test('the lists and gets of one turn share one read of the data version, taken once all of them have arrived', async (t) => {
+  test('the lists, gets and creates of one turn share one read of the data version, taken once all of them have arrived', async (t) => {
     const p = await pair(t)
     await seed(p, 3)
     const paths = ['/v1/pets/1', '/v1/pets/2', '/v1/pets?limit=2', '/v1/pets/3']
@@ -438,6 +438,24 @@ describe('the hot path answers as the routes do', () => {
     assert.equal((await hotAnswers(p.hot)) - before, paths.length)
     assert.equal(versionReads, 1)
 
+    // Creates' key checks too: three creates in one write, one read for the three.
+    versionReads = 0
+    const create = (name: string) => {
+      const body = JSON.stringify({ name, categoryId: 1 })
+      return `POST /v1/pets HTTP/1.1\r\nHost: petstore.test\r\nAuthorization: Bearer ${p.key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`
+    }
+    const created = await pipelined(p.hot.port, ['a', 'b', 'c'].map(create))
+    assert.deepEqual(
+      created.map((a) => [a.status, JSON.parse(a.body).name]),
+      [
+        [201, 'a'],
+        [201, 'b'],
+        [201, 'c'],
+      ],
+    )
+    assert.equal((await hotAnswers(p.hot)) - before, paths.length + 3)
+    assert.equal(versionReads, 1)
+
     // The version is read after the requests arrived: a commit made by another connection once a
     // request is in, in the same turn, is in its answer. Here the commit revokes the key.
     const db = new Database(join(p.dir, 'petstore.db'))
@@ -447,7 +465,7 @@ describe('the hot path answers as the routes do', () => {
     const refused = await pipelined(p.hot.port, [raw('/v1/pets/1')])
     assert.equal(refused[0]!.status, 401)
     assert.equal(JSON.parse(refused[0]!.body).code, 'unauthorized')
-    assert.equal((await hotAnswers(p.hot)) - before, paths.length)
+    assert.equal((await hotAnswers(p.hot)) - before, paths.length + 3)
   })
 
   test('get: the hot path logs deprecated calls at the interval, as Fastify does', async (t) => {
