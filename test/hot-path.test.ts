@@ -126,6 +126,19 @@ function comparable(a: Answer): Answer {
   }
 }
 
+/** One HTTP/1.1 request as a client writes it, with a JSON body when one is given. */
+function rawRequest(method: string, path: string, key: string, body?: string): string {
+  const lines = [
+    `${method} ${path} HTTP/1.1`,
+    'Host: petstore.test',
+    `Authorization: Bearer ${key}`,
+  ]
+  if (body !== undefined) {
+    lines.push('Content-Type: application/json', `Content-Length: ${Buffer.byteLength(body)}`)
+  }
+  return `${lines.join('\r\n')}\r\n\r\n${body ?? ''}`
+}
+
 /**
  * Writes the requests on one connection with one write, so that the server reads them in one turn
  * of its event loop, and resolves with the answers in their order.
@@ -412,8 +425,7 @@ describe('the hot path answers as the routes do', () => {
     const p = await pair(t)
     await seed(p, 3)
     const paths = ['/v1/pets/1', '/v1/pets/2', '/v1/pets?limit=2', '/v1/pets/3']
-    const raw = (path: string) =>
-      `GET ${path} HTTP/1.1\r\nHost: petstore.test\r\nAuthorization: Bearer ${p.key}\r\n\r\n`
+    const raw = (path: string) => rawRequest('GET', path, p.key)
     const expected: { status: number; body: string }[] = []
     for (const path of paths) {
       const { status, body } = await send(p.plain.port, 'GET', path, {
@@ -440,10 +452,8 @@ describe('the hot path answers as the routes do', () => {
 
     // Creates' key checks too: three creates in one write, one read for the three.
     versionReads = 0
-    const create = (name: string) => {
-      const body = JSON.stringify({ name, categoryId: 1 })
-      return `POST /v1/pets HTTP/1.1\r\nHost: petstore.test\r\nAuthorization: Bearer ${p.key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`
-    }
+    const create = (name: string) =>
+      rawRequest('POST', '/v1/pets', p.key, JSON.stringify({ name, categoryId: 1 }))
     const created = await pipelined(p.hot.port, ['a', 'b', 'c'].map(create))
     assert.deepEqual(
       created.map((a) => [a.status, JSON.parse(a.body).name]),

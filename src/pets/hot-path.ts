@@ -206,11 +206,11 @@ export function createHotPath(o: HotPathOptions): HotPath {
     req.headers['content-length'] === undefined && !leftToFastify(req)
 
   // Reads (and creates' key checks) wait for the end of the event-loop turn (the check phase),
-  // where the data version is read once for all of them. That is as exact as a read per request: by then every request of
-  // the turn has been received, so every commit acknowledged to a client before it sent one of
-  // them (a 201 from this process is sent at the end of a turn too, or from another process)
-  // happened before the version was read, and the answer includes it. It saves a pread per read
-  // but the first of each turn (~1 µs of a ~30 µs get, README "Benchmark").
+  // where the data version is read once for all of them. That is as exact as a read per
+  // request: by then every request of the turn has been received, so any commit acknowledged to
+  // a client before it sent one of them, by this process or another, happened before the version
+  // was read, and the answer includes it. It saves a pread per request but the first of each
+  // turn (~1 µs of a ~30 µs get, README "Benchmark").
   let reads: Read[] = []
   // Answers wait for the end of the turn too, and go out together. Sent one by one, each write
   // wakes the client's side of the loopback or NIC path on its own; sent together, the first
@@ -451,8 +451,8 @@ export function createHotPath(o: HotPathOptions): HotPath {
         return
       }
       // The key is checked at the end of the turn with the turn's data version, as reads are: the
-      // version read and, after each group commit, the key's re-read are then once per turn
-      // rather than once per create (~5% of a create's CPU, README "Benchmark").
+      // version read (2.7% of the create profile when it was per create) and, after each group
+      // commit, the key's re-read are then once per turn rather than once per create.
       const created = pet
       defer({
         req,
