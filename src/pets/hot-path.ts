@@ -22,7 +22,7 @@ import type { Clock } from '../clock.js'
 import { toErrorBody } from '../http/error-handling.js'
 import { parseJsonBody } from '../http/json-body.js'
 import { requestId } from '../http/request-id.js'
-import { requestLine } from '../http/request-log.js'
+import { requestLineWriter } from '../http/request-log.js'
 import type { Metrics } from '../observability/metrics.js'
 import {
   type NewPet as NewPetRecord,
@@ -152,6 +152,7 @@ function forwarded(req: IncomingMessage): boolean {
 
 export function createHotPath(o: HotPathOptions): HotPath {
   const { admit, store, pages, logger, metrics } = o
+  const logCompleted = requestLineWriter(logger)
   const getPetAt = store.getPetAt!.bind(store)
   // The routes' own validators: the app's compiler hands out what it compiled for them.
   const validateQuery = o.compileValidator({
@@ -267,19 +268,16 @@ export function createHotPath(o: HotPathOptions): HotPath {
     const method = a.req.method!
     metrics.requestCompleted({ operation: a.operation, method, status: a.status }, elapsedMs / 1000)
     metrics.hotPathAnswered()
-    logger.info(
-      requestLine({
-        requestId: a.headers['x-request-id'],
-        operation: a.operation,
-        method,
-        url: a.req.url,
-        status: a.status,
-        elapsedMs,
-        apiKeyName: a.apiKeyName,
-        remoteAddress: a.req.socket.remoteAddress,
-      }),
-      'request completed',
-    )
+    logCompleted({
+      requestId: a.headers['x-request-id'],
+      operation: a.operation,
+      method,
+      url: a.req.url,
+      status: a.status,
+      elapsedMs,
+      apiKeyName: a.apiKeyName,
+      remoteAddress: a.req.socket.remoteAddress,
+    })
   }
   const finish = (a: Answer) => {
     answers.push(a)

@@ -1,0 +1,117 @@
+// The hot path's `request completed` lines (requestLineWriter) are written without pino's generic
+// path, and must be the bytes pino itself writes for the same fields with the service's logger
+// settings; with settings it does not know, it must leave the line to pino.
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import Fastify, { type FastifyBaseLogger } from 'fastify'
+import pino from 'pino'
+import { configWith } from '../src/config.js'
+import { type CompletedRequest, requestLine, requestLineWriter } from '../src/http/request-log.js'
+import { loggerOptions } from '../src/observability/logging.js'
+
+/** A Fastify app's root logger writing to `lines`, with the service's options but for the stream. */
+function appLogger(lines: string[], extra: Record<string, unknown> = {}): FastifyBaseLogger {
+  const options = loggerOptions(configWith({ logLevel: 'info', logFormat: 'json' }), {
+    isTTY: false,
+  })
+  const app = Fastify({
+    logger: { ...options, ...extra, stream: { write: (line: string) => lines.push(line) } },
+  })
+  return app.log
+}
+
+/** Each line as pino wrote it, with the clock's reading left out. */
+const timeless = (lines: string[]) => lines.map((l) => l.replace(/,"time":[^,]+,/, ',"time":T,'))
+
+const requests: CompletedRequest[] = [
+  {
+    requestId: '2f1c0e0a-6a53-4d5e-9a57-6f0d2a0c9b11',
+    operation: 'getPet',
+    method: 'GET',
+    url: '/v1/pets/42',
+    status: 200,
+    elapsedMs: 0.123456,
+    apiKeyName: 'bench',
+    remoteAddress: '127.0.0.1',
+  },
+  {
+    requestId: 'req-1',
+    operation: 'listPets',
+    method: 'GET',
+    url: '/v1/pets?limit=20&cursor=djE6OTAw',
+    status: 200,
+    elapsedMs: 12,
+    apiKeyName: 'ops "north" \\ é 🐈',
+    remoteAddress: '::ffff:10.0.0.7',
+  },
+  {
+    requestId: undefined,
+    operation: 'createPet',
+    method: 'POST',
+    url: undefined,
+    status: 201,
+    elapsedMs: 1.005,
+    apiKeyName: `tab\there and a long name ${'x'.repeat(120)}`,
+    remoteAddress: undefined,
+  },
+  {
+    requestId: 'r',
+    operation: 'createPet',
+    method: 'POST',
+    url: '/v1/pets',
+    status: 500,
+    elapsedMs: 0,
+    apiKeyName: 'lone \ud800 half',
+    remoteAddress: '192.0.2.1',
+  },
+]
+
+/** Writes every request with the writer and with pino, and returns both sets of lines. */
+function bothWays(extra: Record<string, unknown> = {}) {
+  const fast: string[] = []
+  const slow: string[] = []
+  const fastLogger = appLogger(fast, extra)
+  let viaInfo = 0
+  const info = fastLogger.info.bind(fastLogger)
+  fastLogger.info = ((...args: Parameters<typeof info>) => {
+    viaInfo++
+    info(...args)
+  }) as typeof fastLogger.info
+  const write = requestLineWriter(fastLogger)
+  const slowLogger = appLogger(slow, extra)
+  for (const r of requests) {
+    write(r)
+    slowLogger.info(requestLine(r), 'request completed')
+  }
+  return { fast, slow, viaInfo }
+}
+
+describe('the hot path request line', () => {
+  test("is written without pino's generic path, byte for byte as pino writes it", () => {
+    const { fast, slow, viaInfo } = bothWays()
+    assert.equal(viaInfo, 0)
+    assert.equal(fast.length, requests.length)
+    assert.deepEqual(timeless(fast), timeless(slow))
+    for (const line of fast) assert.match(line, /^\{"level":30,"time":\d{13},"pid":\d+,/)
+    // pino-pretty and log shippers read these lines as JSON.
+    assert.equal(JSON.parse(fast[1]!).apiKeyName, 'ops "north" \\ é 🐈')
+  })
+
+  test('is left to pino when the logger formats otherwise, and still the same line', () => {
+    for (const extra of [
+      { timestamp: pino.stdTimeFunctions.isoTime },
+      { mixin: () => ({ region: 'eu' }) },
+      { formatters: { level: (label: string) => ({ level: label }) } },
+      { messageKey: 'message' },
+    ]) {
+      const { fast, slow, viaInfo } = bothWays(extra)
+      assert.equal(viaInfo, requests.length, JSON.stringify(Object.keys(extra)))
+      assert.deepEqual(timeless(fast), timeless(slow))
+    }
+  })
+
+  test('writes nothing when info is off', () => {
+    const { fast } = bothWays({ level: 'warn' })
+    assert.deepEqual(fast, [])
+  })
+})
