@@ -48,6 +48,7 @@ export type RequestLineWriter = (r: CompletedRequest) => void
 
 /** Printable ASCII but `"` and `\`: such a string is its own JSON text between quotes. */
 const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
+// biome-ignore lint/suspicious/noControlCharactersInRegex: JSON must escape exactly these.
 const CONTROL = /[\x00-\x1f]/
 
 /** A string as pino writes it (its asString): JSON.stringify only when long or with a control. */
