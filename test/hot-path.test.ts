@@ -5,8 +5,7 @@
 // only: the hot path needs a synchronous store.)
 import assert from 'node:assert/strict'
 import { request, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
-import { connect } from 'node:net'
+import { type AddressInfo, connect } from 'node:net'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import Database from 'better-sqlite3'

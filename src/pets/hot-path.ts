@@ -221,6 +221,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
   let turnScheduled = false
   const endOfTurn = () => {
     if (reads.length > 0) answerReads()
+    // Cleared only now: the answers the reads just queued go out below, not a turn later.
     turnScheduled = false
     sendAnswers()
   }
@@ -283,8 +284,13 @@ export function createHotPath(o: HotPathOptions): HotPath {
     answers.push(a)
     atEndOfTurn()
   }
-  const defer = (r: Read) => {
-    reads.push(r)
+  const defer = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    fallback: Fallback,
+    answer: Read['answer'],
+  ) => {
+    reads.push({ req, res, fallback, answer })
     atEndOfTurn()
   }
 
@@ -298,12 +304,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
     const parsed = parseListQuery(search)
     if (parsed === null || !validateQuery(parsed) || !plainRead(req)) return false
     const query = parsed as unknown as ListPetsQueryType
-    defer({
-      req,
-      res,
-      fallback,
-      answer: (version) => answerList(req, res, started, query, version),
-    })
+    defer(req, res, fallback, (version) => answerList(req, res, started, query, version))
     return true
   }
 
@@ -349,7 +350,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
     const params: Record<string, unknown> = { petId }
     if (!validateParams(params) || isSunset(o.clock.now()) || !plainRead(req)) return false
     const id = params.petId as bigint
-    defer({ req, res, fallback, answer: (version) => answerGet(req, res, started, id, version) })
+    defer(req, res, fallback, (version) => answerGet(req, res, started, id, version))
     return true
   }
 
@@ -452,12 +453,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
       // version read (2.7% of the create profile when it was per create) and, after each group
       // commit, the key's re-read are then once per turn rather than once per create.
       const created = pet
-      defer({
-        req,
-        res,
-        fallback,
-        answer: (version) => submit(req, res, started, created, version),
-      })
+      defer(req, res, fallback, (version) => submit(req, res, started, created, version))
     })
     return true
   }
