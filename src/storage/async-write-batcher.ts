@@ -1,8 +1,25 @@
 /**
- * Group commit for a store whose commits are asynchronous (a database over the network): writes
- * submitted while a commit is in flight wait and go together in the next one, so under load one
- * transaction carries many writes, and each promise settles only when its own commit has.
+ * Group commit for a store whose commits are asynchronous (a database over the network, SQLite's
+ * writer thread): writes submitted while a commit is in flight wait and go together in the next
+ * one, so under load one transaction carries many writes, and each promise settles only when its
+ * own commit has.
+ *
+ * A batch is taken once a whole turn of the event loop has passed without a new write (or at
+ * GATHER_LIMIT writes, or GATHER_MS after the batch began to gather), not as soon as the previous
+ * commit ends. Why: the writes that were waiting when a commit ended are only some of the
+ * clients; those whose answers that commit sent come back a moment later. Taken at once, the
+ * batches alternate between those two groups (32 clients on the SQLite store: sizes 1 to 32,
+ * 18.4 on average, so nearly two syncs per 32 creates); gathered until the arrivals pause, 30.4
+ * on average, and CPU per create fell from 98 to 85 µs (README "Benchmark"). An idle store pays
+ * one turn, as before: a lone write finds the next turn quiet.
  */
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
+
+/** Past this many waiting writes a batch is taken without waiting for a quiet turn. */
+export const GATHER_LIMIT = 256
+/** Nor does a batch wait for a quiet turn longer than this once it has begun to gather. */
+export const GATHER_MS = 2
+
 export class AsyncWriteBatcher<T, R> {
   private queue: { item: T; resolve: (r: R) => void; reject: (e: unknown) => void }[] = []
   private committing: Promise<void> | null = null
@@ -30,10 +47,25 @@ export class AsyncWriteBatcher<T, R> {
     while (this.committing) await this.committing
   }
 
+  /**
+   * Waits to the end of this turn of the event loop, then for as long as each further turn (with
+   * its poll phase, where requests are read) brings a new write, up to the limits.
+   */
+  private async gather(): Promise<void> {
+    const started = performance.now()
+    await nextTurn()
+    for (;;) {
+      if (this.queue.length >= GATHER_LIMIT || performance.now() - started >= GATHER_MS) return
+      const seen = this.queue.length
+      await nextTurn()
+      if (this.queue.length === seen) return
+    }
+  }
+
   private async drain(): Promise<void> {
-    // Let the requests that arrive in this turn of the event loop join the first batch.
-    await new Promise((resolve) => setImmediate(resolve))
-    while (this.queue.length > 0) {
+    for (;;) {
+      await this.gather()
+      if (this.queue.length === 0) break
       const batch = this.queue
       this.queue = []
       try {
