@@ -60,6 +60,21 @@ interface Op {
 
 const log = (line: string) => process.stderr.write(`${line}\n`)
 
+/** The machine's CPU time so far from /proc/stat's `cpu` line: all of it, and the stolen part. */
+function cpuStat(): { total: number; steal: number } {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/)
+  const ticks = fields.slice(1, 9).map(Number)
+  return { total: ticks.reduce((a, b) => a + b, 0), steal: ticks[7] ?? 0 }
+}
+
+function stealShare(
+  before: { total: number; steal: number },
+  after: { total: number; steal: number },
+) {
+  const total = after.total - before.total
+  return total > 0 ? (after.steal - before.steal) / total : 0
+}
+
 async function check(port: number, key: string, op: Op, body?: string): Promise<void> {
   const res = await fetch(`http://127.0.0.1:${port}${op.path}`, {
     method: op.baseline === 'create' ? 'POST' : 'GET',
@@ -161,6 +176,7 @@ async function main(): Promise<void> {
       )
     }
 
+    const statBefore = cpuStat()
     const samples: OpSamples[] = ops.map((op) => ({
       name: op.name,
       baseline: [],
@@ -225,6 +241,7 @@ async function main(): Promise<void> {
       `- medians over the rounds; ratio = service req/s / baseline req/s (baseline list for reads, baseline create for create); errors = non-2xx + socket errors of all runs, warm-ups included`,
       `- service: logging JSON at info to a file (${(logBytes / 1e6).toFixed(0)} MB written), rate limiting on (limit 100,000,000 per window), auth on, SQLite synchronous=FULL`,
       `- load average at the end: ${loadAvg} (about 2 is the bench itself, a server and wrk; more means other work shared the two cores); the server CPU column of every round shows how much of its core each server got (near 100% when it alone is the bottleneck)`,
+      `- time the host took from this machine's CPUs while the rounds ran (steal, /proc/stat): ${(stealShare(statBefore, cpuStat()) * 100).toFixed(1)}% (on a virtual machine whose host is busy, req/s falls with it; CPU µs/req is what each request cost whatever the server was left of its core, and CPU ratio = baseline µs/req ÷ service µs/req)`,
       `- ${cpus()[0]?.model ?? 'unknown CPU'} x${cpus().length}, Node ${process.version}, commit ${commit}${dirty ? ' (src modified)' : ''}`,
       '',
       '<details><summary>every round</summary>',
