@@ -10,8 +10,9 @@
  * clients; those whose answers that commit sent come back a moment later. Taken at once, the
  * batches alternate between those two groups (32 clients on the SQLite store: sizes 1 to 32,
  * 18.4 on average, so nearly two syncs per 32 creates); gathered until the arrivals pause, 30.4
- * on average, and CPU per create fell from 98 to 85 µs (README "Benchmark"). An idle store pays
- * one turn, as before: a lone write finds the next turn quiet.
+ * on average, and CPU per create fell from 99 to 87 µs (10 interleaved pairs, README "Benchmark").
+ * An idle store pays two turns of the event loop, microseconds: a lone write finds the next turn
+ * quiet.
  */
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
 
