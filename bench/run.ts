@@ -60,17 +60,20 @@ interface Op {
 
 const log = (line: string) => process.stderr.write(`${line}\n`)
 
-/** The machine's CPU time so far from /proc/stat's `cpu` line: all of it, and the stolen part. */
-function cpuStat(): { total: number; steal: number } {
+/** The machine's CPU time so far, in ticks: all of it, and the part the host stole. */
+interface CpuStat {
+  total: number
+  steal: number
+}
+
+/** From /proc/stat's `cpu` line. */
+function cpuStat(): CpuStat {
   const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/)
   const ticks = fields.slice(1, 9).map(Number)
   return { total: ticks.reduce((a, b) => a + b, 0), steal: ticks[7] ?? 0 }
 }
 
-function stealShare(
-  before: { total: number; steal: number },
-  after: { total: number; steal: number },
-) {
+function stealShare(before: CpuStat, after: CpuStat): number {
   const total = after.total - before.total
   return total > 0 ? (after.steal - before.steal) / total : 0
 }

@@ -159,6 +159,6 @@ export class RequestLogController extends LogController {
       remoteAddress: request.ip,
     })
     if (error) reply.log.error({ ...line, err: error }, 'request errored')
-    else reply.log.info(line, 'request completed')
+    else reply.log.info(line, COMPLETED)
   }
 }

@@ -1,3 +1,5 @@
+import { setImmediate as nextTurn } from 'node:timers/promises'
+
 /**
  * Group commit for a store whose commits are asynchronous (a database over the network, SQLite's
  * writer thread): writes submitted while a commit is in flight wait and go together in the next
@@ -14,8 +16,6 @@
  * An idle store pays two turns of the event loop, microseconds: a lone write finds the next turn
  * quiet.
  */
-const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
-
 /** Past this many waiting writes a batch is taken without waiting for a quiet turn. */
 export const GATHER_LIMIT = 256
 /** Nor does a batch wait for a quiet turn longer than this once it has begun to gather. */
