@@ -5,45 +5,27 @@
 // one by one. With one bundle, process start to the first `/readyz` 200 went from 682 to 352 ms,
 // and to 296 ms minified (medians of interleaved starts on the bench machine; README "Benchmark").
 //
-// Layout: every file is at the top of dist/ (main.js, the writer thread's entry, shared and lazy
-// chunks), so a path a module builds from its own `import.meta.url` (the writer thread's
-// `./writer-thread.js`) is right wherever esbuild puts that module's code.
-import { chmodSync, rmSync } from 'node:fs'
+// Layout: dist/main.js is the `petstore` executable (src/cli/launch.ts), which runs the bundle
+// dist/petstore.cjs through V8's code cache; dist/writer-thread.js is the SQLite writer thread's
+// entry, beside the bundle, where src/storage/sqlite/writer.ts looks for it.
+//
+// Why CommonJS for the bundle: a code cache can be given to vm.Script, which compiles scripts, not
+// ES modules (Node 20 has no cache for those). One file, as CommonJS cannot split into chunks: the
+// modules loaded on use (the PostgreSQL store, the migrator) are in it, compiled only if called.
+import { createHash } from 'node:crypto'
+import { chmodSync, readFileSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { build } from 'esbuild'
+import { type BuildOptions, build } from 'esbuild'
 
 const ROOT = resolve(import.meta.dirname, '..')
 const OUT = join(ROOT, 'dist')
 
-rmSync(OUT, { recursive: true, force: true })
-await build({
+const common: BuildOptions = {
   absWorkingDir: ROOT,
-  entryPoints: {
-    main: 'src/cli/main.ts',
-    'writer-thread': 'src/storage/sqlite/writer-thread.ts',
-  },
   outdir: OUT,
   bundle: true,
-  // Lazy imports (the PostgreSQL store, the migrator, Redis) stay separate files, loaded on use.
-  splitting: true,
-  format: 'esm',
   platform: 'node',
   target: 'node20',
-  external: [
-    // A native addon, found at run time through its own `bindings` lookup.
-    'better-sqlite3',
-    // Loaded on use from node_modules: pg's optional pg-native, the terminal log format, the
-    // docs page's script (read as a file), and the Redis client of shared rate limits.
-    'pg',
-    'pg-native',
-    'pino-pretty',
-    'redoc',
-    'ioredis',
-  ],
-  // The bundled CommonJS dependencies call require(); an ES module has none of its own.
-  banner: {
-    js: "import { createRequire as __petstoreCreateRequire } from 'node:module'; const require = __petstoreCreateRequire(import.meta.url);",
-  },
   // Stack traces under `--enable-source-maps` (npm start) point into src/; without the sources'
   // text the maps are a third of the size, and Node parses them at start-up.
   sourcemap: true,
@@ -56,5 +38,51 @@ await build({
   minifyWhitespace: true,
   minifySyntax: true,
   logLevel: 'warning',
+}
+
+rmSync(OUT, { recursive: true, force: true })
+await build({
+  ...common,
+  entryPoints: { petstore: 'src/cli/main.ts' },
+  outExtension: { '.js': '.cjs' },
+  format: 'cjs',
+  external: [
+    // A native addon, found at run time through its own `bindings` lookup.
+    'better-sqlite3',
+    // Loaded on use from node_modules: pg's optional pg-native, the terminal log format, the
+    // docs page's script (read as a file), and the Redis client of shared rate limits.
+    'pg',
+    'pg-native',
+    'pino-pretty',
+    'redoc',
+    'ioredis',
+  ],
+  // `import()` becomes `require()`: a script compiled by vm.Script has no loader for `import()`.
+  supported: { 'dynamic-import': false },
+  // The modules that find files beside themselves (the writer thread's entry, node_modules) read
+  // import.meta.url, which CommonJS does not have: here it is the bundle's own URL.
+  define: { 'import.meta.url': '__petstoreBundleUrl' },
+  banner: {
+    js: "const __petstoreBundleUrl = require('node:url').pathToFileURL(__filename).href;",
+  },
+})
+const bundleSha256 = createHash('sha256')
+  .update(readFileSync(join(OUT, 'petstore.cjs')))
+  .digest('hex')
+await build({
+  ...common,
+  entryPoints: { main: 'src/cli/launch.ts' },
+  format: 'esm',
+  define: { PETSTORE_BUNDLE_SHA256: JSON.stringify(bundleSha256) },
+})
+await build({
+  ...common,
+  entryPoints: { 'writer-thread': 'src/storage/sqlite/writer-thread.ts' },
+  format: 'esm',
+  external: ['better-sqlite3'],
+  // The bundled CommonJS dependencies call require(); an ES module has none of its own.
+  banner: {
+    js: "import { createRequire as __petstoreCreateRequire } from 'node:module'; const require = __petstoreCreateRequire(import.meta.url);",
+  },
 })
 chmodSync(join(OUT, 'main.js'), 0o755)

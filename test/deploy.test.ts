@@ -11,6 +11,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   rmSync,
   writeFileSync,
@@ -30,8 +31,8 @@ import { duration, loadConfig } from '../src/config.js'
 const ROOT = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '')
 const DEPLOY = join(ROOT, 'deploy')
 const MAIN = join(ROOT, 'dist/main.js')
-/** Node's flags for the service: the `petstore` bin's `#!` line (src/cli/main.ts) is their source. */
-const NODE_FLAGS = readFileSync(join(ROOT, 'src/cli/main.ts'), 'utf8')
+/** Node's flags for the service: the `petstore` bin's `#!` line (src/cli/launch.ts) is their source. */
+const NODE_FLAGS = readFileSync(join(ROOT, 'src/cli/launch.ts'), 'utf8')
   .split('\n', 1)[0]!
   .replace(/^#!\/usr\/bin\/env -S node /, '')
   .split(' ')
@@ -243,6 +244,7 @@ function hostPaths(dir: string): [string, string][] {
     ['/opt/petstore', ROOT],
     ['/usr/bin/node', process.execPath],
     ['/var/lib/petstore', join(dir, 'var-lib-petstore')],
+    ['/var/cache/petstore', join(dir, 'var-cache-petstore')],
     ['/etc/petstore', join(dir, 'etc-petstore')],
   ]
 }
@@ -287,12 +289,14 @@ interface UnitRun {
   proc: Proc
   port: number
   stateDir: string
+  cacheDir: string
   killSignal: NodeJS.Signals
 }
 
 /**
  * Runs a unit as systemd would start it: ExecStart in WorkingDirectory with the service
- * environment, after StateDirectory= is created. `files` are written under /etc/petstore first.
+ * environment, after StateDirectory= and CacheDirectory= are created. `files` are written under
+ * /etc/petstore first.
  */
 async function runUnit(
   t: TestContext,
@@ -308,6 +312,8 @@ async function runUnit(
   for (const [name, content] of Object.entries(files)) writeFileSync(map(name), content)
   const stateDir = map(`/var/lib/${value(unit, 'Service', 'StateDirectory')}`)
   mkdirSync(stateDir, { mode: 0o750 })
+  const cacheDir = map(`/var/cache/${value(unit, 'Service', 'CacheDirectory')}`)
+  mkdirSync(cacheDir, { mode: 0o700 })
 
   const execStart = value(unit, 'Service', 'ExecStart')
   assert.match(execStart, /^[^-@:+!$][^$]*$/, 'ExecStart has no prefix or variable to emulate')
@@ -319,7 +325,7 @@ async function runUnit(
   })
   const m = await proc.waitFor(LISTENING)
   const killSignal = value(unit, 'Service', 'KillSignal') as NodeJS.Signals
-  return { proc, port: Number(m[1]), stateDir, killSignal }
+  return { proc, port: Number(m[1]), stateDir, cacheDir, killSignal }
 }
 
 async function assertReadyAndServing(port: number): Promise<void> {
@@ -367,6 +373,8 @@ describe('deploy/petstore.service and deploy/petstore@.service', { concurrency: 
       PrivateDevices: 'yes',
       CapabilityBoundingSet: '',
       StateDirectory: 'petstore',
+      CacheDirectory: 'petstore',
+      CacheDirectoryMode: '0700',
     }
     for (const [key, v] of Object.entries(expected)) assert.equal(value(unit, 'Service', key), v)
     assert.deepEqual(values(unit, 'Service', 'EnvironmentFile'), ['-/etc/petstore/petstore.env'])
@@ -462,6 +470,11 @@ describe('deploy/petstore.service and deploy/petstore@.service', { concurrency: 
 
     run.proc.child.kill(run.killSignal)
     assert.deepEqual(await run.proc.exited, { code: 0, signal: null })
+    // Environment=PETSTORE_COMPILE_CACHE put the compile cache, written at exit, in CacheDirectory.
+    assert.deepEqual(
+      readdirSync(run.cacheDir).map((f) => /^petstore-[0-9a-f]{16}-.+\.v8$/.test(f)),
+      [true],
+    )
   })
 
   test('an instance of the template listens on 808N with metrics on 946N, and exits 0 on KillSignal', async (t) => {

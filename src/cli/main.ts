@@ -1,4 +1,3 @@
-#!/usr/bin/env -S node --no-memory-reducer --max-semi-space-size=8
 // The `petstore` command: one entry for everything an operator does.
 import cluster from 'node:cluster'
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander'
@@ -212,6 +211,7 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-await main(process.argv)
-// A worker's channel to the primary keeps it alive: one that could not start must end itself.
-if (cluster.isWorker && (process.exitCode ?? 0) !== 0) process.exit()
+void main(process.argv).then(() => {
+  // A worker's channel to the primary keeps it alive: one that could not start must end itself.
+  if (cluster.isWorker && (process.exitCode ?? 0) !== 0) process.exit()
+})
