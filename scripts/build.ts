@@ -62,8 +62,10 @@ await build({
   // The modules that find files beside themselves (the writer thread's entry, node_modules) read
   // import.meta.url, which CommonJS does not have: here it is the bundle's own URL.
   define: { 'import.meta.url': '__petstoreBundleUrl' },
+  // "use strict" first: the banner would otherwise come before esbuild's own directive and void it,
+  // and the code was written for ES modules, which are strict.
   banner: {
-    js: "const __petstoreBundleUrl = require('node:url').pathToFileURL(__filename).href;",
+    js: "'use strict';const __petstoreBundleUrl = require('node:url').pathToFileURL(__filename).href;",
   },
 })
 const bundleSha256 = createHash('sha256')

@@ -125,3 +125,12 @@ test('the cache is in dist/compile-cache unless set, and `off` writes none', asy
   assertHelped(await help(undefined, flags))
   assert.equal(existsSync(inDefault), true, 'unset: dist/compile-cache')
 })
+
+test('the bundle is strict code, as the ES modules it is built from', () => {
+  const bundle = readFileSync(
+    fileURLToPath(new URL('../dist/petstore.cjs', import.meta.url)),
+    'utf8',
+  )
+  // A directive only counts as the first statement: a banner before it would make it a no-op.
+  assert.match(bundle, /^'use strict';/)
+})

@@ -70,8 +70,7 @@ function writeCache(file: string, data: Buffer): void {
 }
 
 function runCached(file: string | null): void {
-  // The bundle's `#!` line is not JavaScript inside the function wrapper; `//` keeps its length.
-  const source = readFileSync(BUNDLE, 'utf8').replace(/^#!/, '//')
+  const source = readFileSync(BUNDLE, 'utf8')
   const cached = readCache(file)
   // Node's CommonJS wrapper, on the bundle's first line so that line and column numbers match.
   const script = new Script(
