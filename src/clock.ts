@@ -1,14 +1,20 @@
 /** The service's only source of time, injected so that tests can move it (for example past a sunset). */
 export interface Clock {
   now(): Date
+  /**
+   * The same instant as now(), in epoch milliseconds, for the checks every request makes (key
+   * expiry, the sunset, the deprecation count): `new Date()` is a call into V8's runtime and an
+   * allocation, three of them per get (~0.5 µs).
+   */
+  nowMs(): number
 }
 
-export const systemClock: Clock = { now: () => new Date() }
+export const systemClock: Clock = { now: () => new Date(), nowMs: () => Date.now() }
 
 /** A clock that starts at `start` and runs on in real time from the moment it is made. */
 export function clockStartingAt(start: Date): Clock {
   const offset = start.getTime() - Date.now()
-  return { now: () => new Date(Date.now() + offset) }
+  return { now: () => new Date(Date.now() + offset), nowMs: () => Date.now() + offset }
 }
 
 /** A clock that moves only when told: for tests. */
@@ -18,6 +24,7 @@ export function manualClock(
   let t = start.getTime()
   return {
     now: () => new Date(t),
+    nowMs: () => t,
     set: (d) => {
       t = d.getTime()
     },

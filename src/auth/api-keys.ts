@@ -138,8 +138,7 @@ export class ApiKeyVerifier {
   }
 
   private isActive(record: ApiKeyRecord): boolean {
-    const now = this.clock.now().getTime()
     if (record.revokedAt !== null) return false
-    return record.expiresAt === null || record.expiresAt.getTime() > now
+    return record.expiresAt === null || record.expiresAt.getTime() > this.clock.nowMs()
   }
 }

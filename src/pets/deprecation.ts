@@ -13,8 +13,9 @@ export function deprecationHeaders(deprecatedAt: Date): DeprecationHeaders {
   }
 }
 
-export function isSunset(now: Date): boolean {
-  return now.getTime() >= GETPET_SUNSET.getTime()
+/** Whether getPet is past its sunset at `nowMs` (epoch milliseconds, Clock.nowMs). */
+export function isSunset(nowMs: number): boolean {
+  return nowMs >= GETPET_SUNSET.getTime()
 }
 
 /** Where the line about each call goes: a request's logger, or the hot path's. */
@@ -47,7 +48,7 @@ export class DeprecatedCallCounter {
   ) {}
 
   record(log: WarnLog, operation: string, key: { id: string; name: string }): number {
-    const now = this.clock.now().getTime()
+    const now = this.clock.nowMs()
     let calls = this.calls.get(key.id)
     if (calls === undefined) {
       calls = { count: 0, loggedAt: Number.NEGATIVE_INFINITY }

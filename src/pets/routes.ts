@@ -144,7 +144,7 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
       config: { operation: 'getPet', deprecated: true },
       // Runs after authentication: the sunset answer, and the count of who still calls.
       onRequest: async (request) => {
-        if (isSunset(clock.now())) {
+        if (isSunset(clock.nowMs())) {
           throw new ApiError('gone', 'getPet was removed on 2030-12-05; use GET /v1/pets')
         }
         deprecatedCalls.record(request.log, 'getPet', request.apiKey!)
