@@ -144,11 +144,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   const service = new PetService(store, clock)
   const pages = new PageCache()
-  const deprecatedCalls = new DeprecatedCallCounter(
-    clock,
-    config.deprecatedCallLogIntervalMs,
-    (operation, keyName) => metrics.deprecatedCall(operation, keyName),
-  )
+  const deprecatedCalls = new DeprecatedCallCounter(clock, config.deprecatedCallLogIntervalMs)
+  metrics.watchDeprecatedCalls(() => deprecatedCalls.counts())
   const fallbackOrigin = new URL(config.productionUrl).origin
   // HTTP/2 requests take other objects; counters in Redis cannot answer synchronously.
   const hotAdmit = config.hotPath && canServeHotPath(store) && !deps.tls?.http2 ? admit : null

@@ -1,6 +1,7 @@
 // getPet is deprecated: the headers every response of it carries, and the count of who calls it.
 import type { Clock } from '../clock.js'
 import { GETPET_SUNSET } from '../config.js'
+import type { DeprecatedCalls } from '../observability/metrics.js'
 
 export type DeprecationHeaders = Record<'deprecation' | 'sunset' | 'link', string>
 
@@ -27,32 +28,38 @@ interface KeyCalls {
   count: number
   /** Clock time (ms) of this key's last warning. */
   loggedAt: number
+  name: string
 }
 
 /**
- * Counts calls to the deprecated operation per API key; `onCall` hears of each call (the metrics'
- * count by key name). A key's first call is logged as a warning with its running count, and its
- * later calls at most once per `logIntervalMs` (0: every call).
+ * Counts calls to deprecated operations per operation and API key, the one count both the log and
+ * the metrics (`counts()`, read at a scrape) go by. A key's first call is logged as a warning with
+ * its running count, and its later calls at most once per `logIntervalMs` (0: every call).
  *
  * Why not a warning per call: every call already has its request line (operation and key name),
  * and a client still polling getPet would otherwise fill the log with identical warnings, one
  * pino line per call (~2.5 µs, a tenth of a get's CPU under load; README "Benchmark").
  */
 export class DeprecatedCallCounter {
-  private readonly calls = new Map<string, KeyCalls>()
+  /** By operation, then by key id. */
+  private readonly calls = new Map<string, Map<string, KeyCalls>>()
 
   constructor(
     private readonly clock: Clock,
     private readonly logIntervalMs: number,
-    private readonly onCall?: (operation: string, apiKeyName: string) => void,
   ) {}
 
   record(log: WarnLog, operation: string, key: { id: string; name: string }): number {
     const now = this.clock.nowMs()
-    let calls = this.calls.get(key.id)
+    let byKey = this.calls.get(operation)
+    if (byKey === undefined) {
+      byKey = new Map()
+      this.calls.set(operation, byKey)
+    }
+    let calls = byKey.get(key.id)
     if (calls === undefined) {
-      calls = { count: 0, loggedAt: Number.NEGATIVE_INFINITY }
-      this.calls.set(key.id, calls)
+      calls = { count: 0, loggedAt: Number.NEGATIVE_INFINITY, name: key.name }
+      byKey.set(key.id, calls)
     }
     const n = ++calls.count
     if (now - calls.loggedAt >= this.logIntervalMs) {
@@ -62,7 +69,14 @@ export class DeprecatedCallCounter {
         'deprecated operation called',
       )
     }
-    this.onCall?.(operation, key.name)
     return n
+  }
+
+  *counts(): Iterable<DeprecatedCalls> {
+    for (const [operation, byKey] of this.calls) {
+      for (const calls of byKey.values()) {
+        yield { operation, apiKeyName: calls.name, count: calls.count }
+      }
+    }
   }
 }
