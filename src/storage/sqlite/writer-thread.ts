@@ -5,7 +5,7 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import { openDatabase } from './connection.js'
 import { createTransaction } from './pet-writes.js'
-import type { WriterReply, WriterRequest } from './writer.js'
+import { decodeBatch, type WriterReply, type WriterRequest } from './writer-messages.js'
 
 const port = parentPort!
 const db = openDatabase((workerData as { path: string }).path, { create: false })
@@ -20,12 +20,15 @@ port.on('message', (request: WriterRequest) => {
     port.close()
     return
   }
-  let reply: WriterReply
+  let ids: BigInt64Array
   try {
-    reply = { seq: request.seq, ids: commit(request.items) }
+    ids = BigInt64Array.from(commit(decodeBatch(request.batch)))
   } catch (err) {
     const e = err as Error & { code?: string }
-    reply = { seq: request.seq, error: { message: e.message, code: e.code } }
+    const reply: WriterReply = { seq: request.seq, error: { message: e.message, code: e.code } }
+    port.postMessage(reply)
+    return
   }
-  port.postMessage(reply)
+  const reply: WriterReply = { seq: request.seq, ids }
+  port.postMessage(reply, [ids.buffer as ArrayBuffer])
 })

@@ -2,15 +2,10 @@
 // creates at a time and settles each batch's promise with its ids once the batch is durable.
 import { Worker } from 'node:worker_threads'
 import type { CreateItem } from './pet-writes.js'
-
-export type WriterRequest = { type: 'commit'; seq: number; items: CreateItem[] } | { type: 'close' }
-
-export type WriterReply =
-  | { seq: number; ids: bigint[] }
-  | { seq: number; error: { message: string; code: string | undefined } }
+import { encodeBatch, type WriterReply, type WriterRequest } from './writer-messages.js'
 
 interface Waiting {
-  resolve: (ids: bigint[]) => void
+  resolve: (ids: BigInt64Array) => void
   reject: (err: Error) => void
 }
 
@@ -41,14 +36,14 @@ export class SqliteWriter {
   }
 
   /** Commits the batch in one transaction on the writer's connection; resolves once it is durable. */
-  commit(items: CreateItem[]): Promise<bigint[]> {
+  commit(items: CreateItem[]): Promise<BigInt64Array> {
     const worker = this.worker ?? this.start()
     const seq = ++this.seq
     return new Promise((resolve, reject) => {
       // Referenced only while a batch is in flight: an idle thread keeps no process alive.
       if (this.waiting.size === 0) worker.ref()
       this.waiting.set(seq, { resolve, reject })
-      worker.postMessage({ type: 'commit', seq, items } satisfies WriterRequest)
+      worker.postMessage({ type: 'commit', seq, batch: encodeBatch(items) } satisfies WriterRequest)
     })
   }
 
