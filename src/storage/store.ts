@@ -56,11 +56,12 @@ export interface Store {
   listPets(query: PetPageQuery): Promise<Pet[]>
   getPet(id: bigint): Promise<Pet | null>
   /**
-   * getPet answered in the same turn, for adapters whose reads never wait (an embedded database);
+   * getPet answered in the same turn as the pet's JSON text, exactly as the `Pet` response
+   * schema's serializer writes it, for adapters whose reads never wait (an embedded database);
    * lets the HTTP hot path answer without leaving the request's turn. `version` is dataVersion()
    * read just before: the answer is the data as of that version (or later). Others leave it out.
    */
-  getPetAt?(id: bigint, version: number): Pet | null
+  getPetJsonAt?(id: bigint, version: number): string | null
   /**
    * Adds a pet and resolves once it is durable. With `completes`, the idempotency claim is
    * completed in the same transaction, so a replay can never find a claim without its pet.

@@ -1,4 +1,4 @@
-// The hot path's reads of single pets, on a read-only connection of their own that keeps one read
+// The hot path's reads of single pets (as their JSON), on a read-only connection of their own that keeps one read
 // transaction open for as long as the data version it was opened at holds, and at most until the
 // callback that opened it returns (the microtask checkpoint after it): the hot path answers a
 // turn's gets together in one callback at the end of the turn.
@@ -17,7 +17,7 @@
 // Why a connection of its own: a transaction left open on the main connection would take in the
 // writes run there (keys, idempotency claims) and defer their commit. This one cannot write.
 import Database from 'better-sqlite3'
-import { PET_BY_ID, type PetRow } from './pet-row.js'
+import { PET_JSON_BY_ID } from './pet-row.js'
 
 /**
  * Page cache of this connection. Random lookups by id over a large catalogue would fill SQLite's
@@ -30,7 +30,7 @@ export class SnapshotReader {
   private readonly db: Database.Database
   private readonly begin: Database.Statement
   private readonly commit: Database.Statement
-  private readonly petById: Database.Statement<[bigint], PetRow>
+  private readonly petJsonById: Database.Statement<[bigint], string>
   /** The version the open transaction was opened at; null when none is open. */
   private openAt: number | null = null
   private endScheduled = false
@@ -46,11 +46,11 @@ export class SnapshotReader {
     this.db.defaultSafeIntegers(true)
     this.begin = this.db.prepare('BEGIN')
     this.commit = this.db.prepare('COMMIT')
-    this.petById = this.db.prepare<[bigint], PetRow>(PET_BY_ID).raw(true)
+    this.petJsonById = this.db.prepare<[bigint], string>(PET_JSON_BY_ID).pluck()
   }
 
-  /** The pet's row as of `version`, the store's dataVersion read just before this call. */
-  pet(id: bigint, version: number): PetRow | undefined {
+  /** The pet's JSON (PET_JSON_BY_ID) as of `version`, the store's dataVersion read just before. */
+  petJson(id: bigint, version: number): string | undefined {
     if (this.openAt !== version) {
       this.end()
       this.begin.run()
@@ -60,7 +60,7 @@ export class SnapshotReader {
         queueMicrotask(this.endOfCallback)
       }
     }
-    return this.petById.get(id)
+    return this.petJsonById.get(id)
   }
 
   /** Ends the open transaction, if any: the next read takes a new snapshot. */

@@ -14,7 +14,7 @@ import type {
 } from '../store.js'
 import { openDatabase } from './connection.js'
 import { migrateSqlite } from './migrate.js'
-import { PET_BY_ID, type PetRow, toPet } from './pet-row.js'
+import { PET_BY_ID, PET_JSON_BY_ID, type PetRow, toPet } from './pet-row.js'
 import { type CreateItem, createTransaction } from './pet-writes.js'
 import { SnapshotReader } from './snapshot-reader.js'
 import { WalIndexVersion } from './wal-index-version.js'
@@ -86,6 +86,7 @@ export class SqliteStore implements Store {
         )
         .raw(true),
       getPet: db.prepare<[bigint], PetRow>(PET_BY_ID).raw(true),
+      getPetJson: db.prepare<[bigint], string>(PET_JSON_BY_ID).pluck(),
       bulkInsertPet: db.prepare<[string, bigint, string | null, number]>(
         'INSERT INTO pets (name, category_id, status, created_at) VALUES (?, ?, ?, ?)',
       ),
@@ -151,9 +152,9 @@ export class SqliteStore implements Store {
     return row ? toPet(row) : null
   }
 
-  getPetAt(id: bigint, version: number): Pet | null {
-    const row = this.reader ? this.reader.pet(id, version) : this.statements.getPet.get(id)
-    return row ? toPet(row) : null
+  getPetJsonAt(id: bigint, version: number): string | null {
+    const json = this.reader ? this.reader.petJson(id, version) : this.statements.getPetJson.get(id)
+    return json ?? null
   }
 
   createPet(pet: NewPet, completes?: IdempotencyRef): Promise<Pet> {
