@@ -30,18 +30,17 @@ test('a window opens at the first request, counts down, and a new one opens when
   assert.deepEqual(count(request('a')), state(1, 10, false))
 })
 
-test('wouldExceed tells whether one more request would pass the budget, and counts nothing', (t) => {
+test('takeIfRoom counts a request only while the budget has room, and counts nothing otherwise', (t) => {
   t.mock.timers.enable({ apis: ['Date'], now: 1_000_000 })
   const windows = new MemoryWindows({ max: 2, windowMs: 10_000 })
-  assert.equal(windows.wouldExceed('a'), false)
-  windows.take('a')
-  assert.equal(windows.wouldExceed('a'), false)
-  assert.equal(windows.wouldExceed('a'), false)
-  windows.take('a')
-  assert.equal(windows.wouldExceed('a'), true)
-  assert.equal(windows.wouldExceed('b'), false)
-  // Asking did not count: the second take left the window exactly at its budget.
-  assert.deepEqual(windows.take('a'), state(0, 10, true))
-  t.mock.timers.tick(10_000)
-  assert.equal(windows.wouldExceed('a'), false)
+  assert.deepEqual(windows.takeIfRoom('a'), state(1, 10, false))
+  t.mock.timers.tick(1_000)
+  assert.deepEqual(windows.takeIfRoom('a'), state(0, 9, false))
+  assert.equal(windows.takeIfRoom('a'), null)
+  assert.equal(windows.takeIfRoom('a'), null)
+  assert.deepEqual(windows.takeIfRoom('b'), state(1, 10, false))
+  // Refusing did not count: the window is exactly at its budget, one take past it.
+  assert.deepEqual(windows.take('a'), state(0, 9, true))
+  t.mock.timers.tick(9_000)
+  assert.deepEqual(windows.takeIfRoom('a'), state(1, 10, false))
 })

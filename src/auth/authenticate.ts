@@ -39,13 +39,22 @@ function requiresAuth(request: FastifyRequest): boolean {
   return path === '/v1' || path.startsWith('/v1/')
 }
 
+/** Printable ASCII without spaces: what a token may be. */
+const TOKEN = /^[\x21-\x7e]+$/
+
 /** The bearer token, '' for a Bearer header without a usable token, null for no Bearer header. */
 function bearerToken(header: string | undefined): string | null {
   if (header === undefined) return null
+  // The usual header, `Bearer <token>` with one space and nothing around it, without a regex
+  // match and its substrings: what the general rule below would make of it, and nothing else.
+  if (header.startsWith('Bearer ')) {
+    const token = header.slice(7)
+    if (TOKEN.test(token)) return token
+  }
   const m = /^Bearer(?: +(.*))?$/i.exec(header.trim())
   if (!m) return null
   const token = (m[1] ?? '').trim()
-  return /^[\x21-\x7e]+$/.test(token) ? token : ''
+  return TOKEN.test(token) ? token : ''
 }
 
 /** `RateLimit-Policy` of draft-ietf-httpapi-ratelimit-headers, e.g. `"default";q=6000;w=60`. */
@@ -95,6 +104,8 @@ export type Admit = (
 ) => Admitted | null
 
 const perKeyCounterName = (keyId: string | undefined) => `default:${keyId}`
+/** Counter names remembered at most, as many as the verifier remembers keys. */
+const MAX_COUNTER_NAMES = 10_000
 
 /**
  * Registers the authentication hook; returns the hot path's `admit` when the counters live in
@@ -117,17 +128,22 @@ export async function registerAuth(app: FastifyInstance, opts: AuthOptions): Pro
     perKey = memoryCounter(perKeyWindows, perKeyName)
     perAddress = memoryCounter(new MemoryWindows(opts.authFailureLimit), perAddressName)
     const policy = rateLimitPolicyField('default', opts.rateLimit)
+    // Each key's counter name, made once: a name built per request is a new string, hashed again
+    // at each lookup.
+    const counterNames = new Map<string, string>()
     admit = (authorization, version) => {
       const token = bearerToken(authorization)
       const key = token ? opts.verifier.recall(token, version) : undefined
       if (key === undefined) return null
-      const name = perKeyCounterName(key.id)
-      if (perKeyWindows.wouldExceed(name)) return null
-      return {
-        key,
-        rateLimitPolicy: policy,
-        rateLimit: rateLimitField('default', perKeyWindows.take(name)),
+      let name = counterNames.get(key.id)
+      if (name === undefined) {
+        if (counterNames.size >= MAX_COUNTER_NAMES) counterNames.clear()
+        name = perKeyCounterName(key.id)
+        counterNames.set(key.id, name)
       }
+      const state = perKeyWindows.takeIfRoom(name)
+      if (state === null) return null
+      return { key, rateLimitPolicy: policy, rateLimit: rateLimitField('default', state) }
     }
   }
 

@@ -32,12 +32,26 @@ export class MemoryWindows {
 
   /** Counts one request against the key's budget. */
   take(key: string): LimitState {
+    return this.count(key, false)!
+  }
+
+  /**
+   * Counts one request if the budget has room for it, and returns null, counting nothing, if it
+   * has not (the hot path then leaves the request to the hook, which refuses it).
+   */
+  takeIfRoom(key: string): LimitState | null {
+    return this.count(key, true)
+  }
+
+  private count(key: string, onlyIfRoom: boolean): LimitState | null {
     const { max, windowMs } = this.limit
     const now = Date.now()
     let w = this.windows.get(key)
     if (w === undefined || w.startMs + windowMs <= now) {
       w = { count: 0, startMs: now }
       this.windows.set(key, w)
+    } else if (onlyIfRoom && w.count >= max) {
+      return null
     }
     w.count++
     return {
@@ -46,14 +60,6 @@ export class MemoryWindows {
       ttlInSeconds: Math.ceil((windowMs - (now - w.startMs)) / 1000),
       isExceeded: w.count > max,
     }
-  }
-
-  /** Whether taking one more request now would exceed the budget; counts nothing. */
-  wouldExceed(key: string): boolean {
-    const w = this.windows.get(key)
-    return (
-      w !== undefined && w.startMs + this.limit.windowMs > Date.now() && w.count >= this.limit.max
-    )
   }
 }
 
