@@ -6,7 +6,12 @@ import { describe, test } from 'node:test'
 import Fastify, { type FastifyBaseLogger } from 'fastify'
 import pino from 'pino'
 import { configWith } from '../src/config.js'
-import { type CompletedRequest, requestLine, requestLineWriter } from '../src/http/request-log.js'
+import {
+  type CompletedRequest,
+  durationText,
+  requestLine,
+  requestLineWriter,
+} from '../src/http/request-log.js'
 import { loggerOptions } from '../src/observability/logging.js'
 
 /** A Fastify app's root logger writing to `lines`, with the service's options but for the stream. */
@@ -113,5 +118,15 @@ describe('the hot path request line', () => {
   test('writes nothing when info is off', () => {
     const { fast } = bothWays({ level: 'warn' })
     assert.deepEqual(fast, [])
+  })
+
+  test('writes durationMs as the number it is: what String() writes for it, for every value', () => {
+    const asNumber = (ms: number) => String(Math.round(ms * 100) / 100)
+    const values = [0, 0.004, 0.005, 0.994999, 0.995, 1, 1.005, 1.1, 10.01, 99.999, 1e7 + 0.07]
+    for (let h = 0; h <= 300_000; h++) values.push(h / 100, h / 100 + 0.0049, h / 100 - 0.0049)
+    for (let i = 0; i < 100_000; i++)
+      values.push(Math.random() * 10 ** Math.floor(Math.random() * 8))
+    values.push(2 ** 29, 2 ** 30, 1e12 + 0.5, Number.NaN)
+    for (const ms of values) assert.equal(durationText(ms), asNumber(ms), String(ms))
   })
 })
