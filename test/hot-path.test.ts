@@ -655,10 +655,13 @@ describe('the hot path answers as the routes do', () => {
 
     const q = await pair(t)
     await send(q.hot.port, 'GET', '/v1/pets?limit=1', { authorization: `Bearer ${q.key}` })
-    const createPet = q.store.createPet
+    // Both ways in: the route's (a promise) and the hot path's (callbacks).
+    const { createPet, createPetThen } = q.store
     q.store.createPet = () => Promise.reject(new Error('disk I/O error'))
+    q.store.createPetThen = (_pet, _created, failed) => failed(new Error('disk I/O error'))
     t.after(() => {
       q.store.createPet = createPet
+      q.store.createPetThen = createPetThen
     })
     const failed = await sameCreate(q, { body, headers: json, hot: true })
     assert.equal(failed.status, 500)

@@ -42,17 +42,15 @@ import {
   Pet,
   PetIdParams,
 } from './schemas.js'
-import { isStorableName, newPetOf, type PetService } from './service.js'
+import { isStorableName, newPetOf } from './service.js'
 
 export interface HotPathOptions {
   admit: Admit
   /** The app's validator compiler (createValidatorCompiler), which the routes' schemas went through. */
   compileValidator: FastifySchemaCompiler<unknown>
-  /** Must give dataVersion and getPetJsonAt (SQLite); checked by canServeHotPath. */
+  /** Must give dataVersion, getPetJsonAt and createPetThen (SQLite); see canServeHotPath. */
   store: Store
   pages: PageCache
-  /** Creates go through the routes' own service. */
-  service: PetService
   /** The app's body limit: a larger body is Fastify's to refuse. */
   bodyLimit: number
   logger: FastifyBaseLogger
@@ -120,7 +118,11 @@ export function replayedBody(req: IncomingMessage): Buffer | undefined {
 }
 
 export function canServeHotPath(store: Store): boolean {
-  return store.dataVersion !== undefined && store.getPetJsonAt !== undefined
+  return (
+    store.dataVersion !== undefined &&
+    store.getPetJsonAt !== undefined &&
+    store.createPetThen !== undefined
+  )
 }
 
 const LIST_PATH = '/v1/pets'
@@ -458,7 +460,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
     return true
   }
 
-  /** Admits a create as the auth hook would and hands it to the service, or returns false. */
+  /** Admits a create as the auth hook would and hands it to the store, or returns false. */
   const submit = (
     req: IncomingMessage,
     res: ServerResponse,
@@ -480,17 +482,27 @@ export function createHotPath(o: HotPathOptions): HotPath {
         headers: Object.assign(hookHeaders(id, admitted, false), headers),
         body,
       })
-    o.service
-      .create(pet, admitted.key.id)
-      .then(({ pet: created }) => {
-        answer(201, { location: `/v1/pets/${created.id}` }, petJson(created))
-      })
-      .catch((err: unknown) => {
-        // The store refused the commit after the request was counted: the routes' error
-        // handler's answer, from the same mapping.
-        const { body, headers } = toErrorBody(err as FastifyError, logger.child({ requestId: id }))
-        answer(body.status, headers, JSON.stringify(body))
-      })
+    const failed = (err: unknown) => {
+      // The store refused the commit after the request was counted: the routes' error
+      // handler's answer, from the same mapping.
+      const { body, headers } = toErrorBody(err as FastifyError, logger.child({ requestId: id }))
+      answer(body.status, headers, JSON.stringify(body))
+    }
+    // What the service's create does without an Idempotency-Key (the name was checked in newPet).
+    store.createPetThen!(
+      pet,
+      (created) => {
+        let body: string
+        try {
+          body = petJson(created)
+        } catch (err) {
+          failed(err)
+          return
+        }
+        answer(201, { location: `/v1/pets/${created.id}` }, body)
+      },
+      failed,
+    )
     return true
   }
 

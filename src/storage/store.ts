@@ -68,6 +68,11 @@ export interface Store {
    */
   createPet(pet: NewPet, completes?: IdempotencyRef): Promise<Pet>
   /**
+   * createPet without an idempotency claim, for the HTTP hot path: settles through one of the
+   * callbacks instead of a promise. Adapters that have it also have getPetJsonAt.
+   */
+  createPetThen?(pet: NewPet, created: (pet: Pet) => void, failed: (err: unknown) => void): void
+  /**
    * Bulk load (`petstore seed`): adds the pets in one transaction, with ascending ids in the order
    * given, and resolves once they are durable. One commit for the lot instead of group commit.
    */

@@ -162,6 +162,11 @@ export class SqliteStore implements Store {
     return this.creates.submit({ pet, completes })
   }
 
+  createPetThen(pet: NewPet, created: (pet: Pet) => void, failed: (err: unknown) => void): void {
+    if (this.closed) failed(new Error('store is closed'))
+    else this.creates.submitThen({ pet, completes: undefined }, created, failed)
+  }
+
   async insertPets(pets: NewPet[]): Promise<void> {
     if (this.closed) throw new Error('store is closed')
     // Creates queued before this call get their ids first, as they would with any other order.
