@@ -1,0 +1,43 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { Registry } from 'prom-client'
+import { RequestMetrics } from '../src/observability/request-metrics.js'
+
+function metrics() {
+  const registry = new Registry()
+  const requests = new RequestMetrics(
+    [0.01, 0.1],
+    { count: 'requests_total', duration: 'request_seconds' },
+    { count: 'Requests.', duration: 'Latency.' },
+    registry,
+  )
+  const counts = async () =>
+    (await registry.getMetricsAsJSON())
+      .find((m) => m.name === 'requests_total')!
+      .values.map((v) => `${v.labels.operation} ${v.labels.method} ${v.labels.status}: ${v.value}`)
+  return { registry, requests, counts }
+}
+
+test('requests are counted per label set, whichever label set came before', async () => {
+  const { requests, counts } = metrics()
+  requests.record('getPet', 'GET', 200, 0.001)
+  requests.record('getPet', 'GET', 200, 0.001)
+  requests.record('getPet', 'GET', 404, 0.001)
+  requests.record('listPets', 'GET', 200, 0.05)
+  requests.record('getPet', 'GET', 200, 0.2)
+  requests.record(`get${'Pet'}`, 'GET', 200, 0.001)
+  assert.deepEqual(await counts(), [
+    'getPet GET 200: 4',
+    'getPet GET 404: 1',
+    'listPets GET 200: 1',
+  ])
+})
+
+test('after a reset, counting starts again from nothing for the same labels', async () => {
+  const { registry, requests, counts } = metrics()
+  requests.record('getPet', 'GET', 200, 0.001)
+  registry.resetMetrics()
+  assert.deepEqual(await counts(), [])
+  requests.record('getPet', 'GET', 200, 0.001)
+  assert.deepEqual(await counts(), ['getPet GET 200: 1'])
+})
