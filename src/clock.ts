@@ -9,12 +9,17 @@ export interface Clock {
   nowMs(): number
 }
 
-export const systemClock: Clock = { now: () => new Date(), nowMs: () => Date.now() }
+/** A clock read from `nowMs`: now() is always the same instant as a Date. */
+function clockFrom(nowMs: () => number): Clock {
+  return { now: () => new Date(nowMs()), nowMs }
+}
+
+export const systemClock: Clock = clockFrom(Date.now)
 
 /** A clock that starts at `start` and runs on in real time from the moment it is made. */
 export function clockStartingAt(start: Date): Clock {
   const offset = start.getTime() - Date.now()
-  return { now: () => new Date(Date.now() + offset), nowMs: () => Date.now() + offset }
+  return clockFrom(() => Date.now() + offset)
 }
 
 /** A clock that moves only when told: for tests. */
@@ -23,8 +28,7 @@ export function manualClock(
 ): Clock & { set(d: Date): void; advance(ms: number): void } {
   let t = start.getTime()
   return {
-    now: () => new Date(t),
-    nowMs: () => t,
+    ...clockFrom(() => t),
     set: (d) => {
       t = d.getTime()
     },

@@ -57,8 +57,8 @@ export class AsyncWriteBatcher<T, R> {
 
   /**
    * submit for a caller that takes callbacks, which must not throw: one of them is called once
-   * the item's commit has settled. Why: the HTTP hot path's create otherwise paid for four promises per create (this
-   * one, the service's async function, its then and its catch).
+   * the item's commit has settled. Why: the HTTP hot path's create otherwise paid for four
+   * promises per create (this one, the service's async function, its then and its catch).
    */
   submitThen(item: T, resolve: (r: R) => void, reject: (e: unknown) => void): void {
     this.queue.push({ item, resolve, reject })

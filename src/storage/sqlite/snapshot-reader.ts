@@ -1,7 +1,7 @@
-// The hot path's reads of single pets (as their JSON), on a read-only connection of their own that keeps one read
-// transaction open for as long as the data version it was opened at holds, and at most until the
-// callback that opened it returns (the microtask checkpoint after it): the hot path answers a
-// turn's gets together in one callback at the end of the turn.
+// The hot path's reads of single pets (as their JSON), on a read-only connection of their own that
+// keeps one read transaction open for as long as the data version it was opened at holds, and at
+// most until the callback that opened it returns (the microtask checkpoint after it): the hot path
+// answers a turn's gets together in one callback at the end of the turn.
 //
 // Why: a statement run outside a transaction opens and closes a read transaction of its own, and
 // in WAL mode that is a shared lock, a read mark in the WAL index and their release: 3.6 µs of a

@@ -20,15 +20,15 @@ port.on('message', (request: WriterRequest) => {
     port.close()
     return
   }
-  let ids: BigInt64Array
+  let reply: WriterReply
+  let transfer: ArrayBuffer[] = []
   try {
-    ids = BigInt64Array.from(commit(decodeBatch(request.batch)))
+    const ids = BigInt64Array.from(commit(decodeBatch(request.batch)))
+    reply = { seq: request.seq, ids }
+    transfer = [ids.buffer as ArrayBuffer]
   } catch (err) {
     const e = err as Error & { code?: string }
-    const reply: WriterReply = { seq: request.seq, error: { message: e.message, code: e.code } }
-    port.postMessage(reply)
-    return
+    reply = { seq: request.seq, error: { message: e.message, code: e.code } }
   }
-  const reply: WriterReply = { seq: request.seq, ids }
-  port.postMessage(reply, [ids.buffer as ArrayBuffer])
+  port.postMessage(reply, transfer)
 })
