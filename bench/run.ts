@@ -17,7 +17,7 @@ import {
   startService,
   stop,
 } from './service.js'
-import { type OpSamples, perRound, table } from './table.js'
+import { type OpSamples, perRound, scaleTable, table } from './table.js'
 import { wrk } from './wrk.js'
 
 const SERVER_CPU = 0
@@ -30,6 +30,7 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '3' },
     rounds: { type: 'string', default: '3' },
     connections: { type: 'string', default: '32' },
+    reference: { type: 'string' },
     keep: { type: 'boolean', default: false },
   },
 })
@@ -48,6 +49,17 @@ const seconds = whole('seconds', values.seconds, 1)
 const warmup = whole('warmup', values.warmup, 0)
 const rounds = whole('rounds', values.rounds, 1)
 const connections = whole('connections', values.connections, 1)
+/**
+ * A second service on a catalogue of this size runs in the same rounds, so that a large
+ * catalogue's figures are judged against a small one's measured in the same hour, not in another
+ * run: on these virtual machines the speed drifts by more than the 1.25x being judged.
+ */
+const reference =
+  values.reference !== undefined ? whole('reference', values.reference, 0) : pets > 1000 ? 1000 : 0
+if (reference !== 0 && (reference < 100 || reference === pets)) {
+  process.stderr.write('bench: --reference must be 0 (none) or at least 100 and not --pets\n')
+  process.exit(2)
+}
 
 interface Op {
   name: string
@@ -95,6 +107,85 @@ async function check(port: number, key: string, op: Op, body?: string): Promise<
   }
 }
 
+const createBody = '{"name":"bench-pet","categoryId":7,"status":"available"}'
+
+/** A service under test: its store, its key, and the operations as its catalogue's size needs them. */
+interface ServiceUnderTest {
+  running: Running
+  key: string
+  ops: Op[]
+  seedMs: number
+  logFile: string
+}
+
+/** The five operations against a catalogue of `pets`; scripts go to `dir`. */
+function opsFor(pets: number, dir: string): Op[] {
+  const createLua = join(dir, 'create.lua')
+  writeFileSync(
+    createLua,
+    `wrk.method = "POST"\nwrk.body = '${createBody}'\nwrk.headers["Content-Type"] = "application/json"\n`,
+  )
+  const getLua = join(dir, 'get.lua')
+  // Walks the whole catalogue in a scattered order, so no single row stays hot.
+  writeFileSync(
+    getLua,
+    `local i = 0\nrequest = function()\n  i = i + 1\n` +
+      `  return wrk.format("GET", "/v1/pets/" .. ((i * 7919) % ${pets} + 1))\nend\n`,
+  )
+  const deep = encodeCursor(BigInt(Math.floor(pets * 0.9)))
+  return [
+    {
+      name: 'list (limit 20)',
+      baseline: 'list',
+      path: '/v1/pets?limit=20',
+      expect: { status: 200, items: 20 },
+    },
+    {
+      name: 'list status=sold',
+      baseline: 'list',
+      path: '/v1/pets?limit=20&status=sold',
+      expect: { status: 200, items: 20 },
+    },
+    {
+      name: `list after cursor (id ${Math.floor(pets * 0.9)})`,
+      baseline: 'list',
+      path: `/v1/pets?limit=20&cursor=${deep}`,
+      expect: { status: 200, items: 20 },
+    },
+    {
+      name: 'get by id',
+      baseline: 'list',
+      path: `/v1/pets/${Math.floor(pets / 2)}`,
+      script: getLua,
+      expect: { status: 200 },
+    },
+    {
+      name: 'create',
+      baseline: 'create',
+      path: '/v1/pets',
+      script: createLua,
+      expect: { status: 201 },
+    },
+  ]
+}
+
+/** Seeds a fresh store of `pets` in `dir`, then starts the service on it twice (see below). */
+async function prepareService(dir: string, pets: number): Promise<ServiceUnderTest> {
+  mkdirSync(dir, { recursive: true })
+  log(`bench: seeding ${pets} pets in ${dir}`)
+  const seedMs = await seed(dir, pets)
+  log(`bench: seeded in ${(seedMs / 1000).toFixed(2)} s`)
+  const key = await createKey(dir)
+  const logFile = join(dir, 'service.log')
+  // First start opens the freshly seeded file; the second is the start-up that is reported.
+  await stop(await startService(dir, SERVER_CPU, logFile))
+  const running = await startService(dir, SERVER_CPU, logFile)
+  log(
+    `bench: service on ${pets} pets ready in ${running.startupMs.toFixed(0)} ms on port ${running.port}`,
+  )
+  return { running, key, ops: opsFor(pets, dir), seedMs, logFile }
+}
+
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-bench-'))
   const running: Running[] = []
@@ -106,120 +197,95 @@ async function main(): Promise<void> {
     void cleanUp().then(() => process.exit(130))
   })
   try {
-    log(`bench: seeding ${pets} pets in ${dir}`)
-    const seedMs = await seed(dir, pets)
-    log(`bench: seeded in ${(seedMs / 1000).toFixed(2)} s`)
-    const key = await createKey(dir)
-    const logFile = join(dir, 'service.log')
-
-    // First start opens the freshly seeded file; the second is the start-up that is reported.
-    const first = await startService(dir, SERVER_CPU, logFile)
-    await stop(first)
-    const service = await startService(dir, SERVER_CPU, logFile)
-    running.push(service)
-    const baseline = await startBaseline(SERVER_CPU, key)
+    const service = await prepareService(dir, pets)
+    running.push(service.running)
+    const small =
+      reference > 0
+        ? await prepareService(join(dir, `reference-${reference}`), reference)
+        : undefined
+    if (small) running.push(small.running)
+    const baseline = await startBaseline(SERVER_CPU, service.key)
     running.push(baseline)
-    log(`bench: service ready in ${service.startupMs.toFixed(0)} ms on port ${service.port}`)
 
-    const createBody = '{"name":"bench-pet","categoryId":7,"status":"available"}'
-    const createLua = join(dir, 'create.lua')
-    writeFileSync(
-      createLua,
-      `wrk.method = "POST"\nwrk.body = '${createBody}'\nwrk.headers["Content-Type"] = "application/json"\n`,
-    )
-    const getLua = join(dir, 'get.lua')
-    // Walks the whole catalogue in a scattered order, so no single row stays hot.
-    writeFileSync(
-      getLua,
-      `local i = 0\nrequest = function()\n  i = i + 1\n` +
-        `  return wrk.format("GET", "/v1/pets/" .. ((i * 7919) % ${pets} + 1))\nend\n`,
-    )
-    const deep = encodeCursor(BigInt(Math.floor(pets * 0.9)))
-    const ops: Op[] = [
-      {
-        name: 'list (limit 20)',
-        baseline: 'list',
-        path: '/v1/pets?limit=20',
-        expect: { status: 200, items: 20 },
-      },
-      {
-        name: 'list status=sold',
-        baseline: 'list',
-        path: '/v1/pets?limit=20&status=sold',
-        expect: { status: 200, items: 20 },
-      },
-      {
-        name: `list after cursor (id ${Math.floor(pets * 0.9)})`,
-        baseline: 'list',
-        path: `/v1/pets?limit=20&cursor=${deep}`,
-        expect: { status: 200, items: 20 },
-      },
-      {
-        name: 'get by id',
-        baseline: 'list',
-        path: `/v1/pets/${Math.floor(pets / 2)}`,
-        script: getLua,
-        expect: { status: 200 },
-      },
-      {
-        name: 'create',
-        baseline: 'create',
-        path: '/v1/pets',
-        script: createLua,
-        expect: { status: 201 },
-      },
-    ]
-    for (const op of ops) {
-      await check(service.port, key, op, createBody)
+    const createLua = service.ops.find((op) => op.baseline === 'create')!.script!
+    for (const [i, op] of service.ops.entries()) {
+      await check(service.running.port, service.key, op, createBody)
+      if (small) await check(small.running.port, small.key, small.ops[i]!, createBody)
       await check(
         baseline.port,
-        key,
+        service.key,
         { ...op, expect: op.baseline === 'list' ? { status: 200, items: 20 } : { status: 201 } },
         createBody,
       )
     }
 
+    /** What one measured run targets: the baseline, the service, or the reference service. */
+    interface Target {
+      label: 'baseline' | 'service' | 'reference'
+      pid: number
+      port: number
+      key: string
+      /** The path and script of the i-th operation for this server. */
+      request(i: number): { path: string; script?: string }
+    }
+    const asTarget = (label: 'service' | 'reference', s: ServiceUnderTest): Target => ({
+      label,
+      pid: s.running.child.pid!,
+      port: s.running.port,
+      key: s.key,
+      request: (i) => s.ops[i]!,
+    })
+    const targets: Target[] = [
+      {
+        label: 'baseline',
+        pid: baseline.child.pid!,
+        port: baseline.port,
+        key: service.key,
+        request: (i) =>
+          service.ops[i]!.baseline === 'create'
+            ? { path: '/v1/pets', script: createLua }
+            : { path: '/v1/pets?limit=20' },
+      },
+      ...(small ? [asTarget('reference', small)] : []),
+      asTarget('service', service),
+    ]
+
     const statBefore = cpuStat()
-    const samples: OpSamples[] = ops.map((op) => ({
+    const samples: OpSamples[] = service.ops.map((op) => ({
       name: op.name,
       baseline: [],
       service: [],
+      reference: [],
       warmupErrors: 0,
     }))
-    const headers = [`Authorization: Bearer ${key}`]
     for (let round = 1; round <= rounds; round++) {
-      for (const [i, op] of ops.entries()) {
+      for (const i of service.ops.keys()) {
         const s = samples[i]!
-        for (const target of ['baseline', 'service'] as const) {
-          const port = target === 'baseline' ? baseline.port : service.port
-          const script =
-            target === 'baseline' ? (op.baseline === 'create' ? createLua : undefined) : op.script
-          const path =
-            target === 'baseline' && op.baseline === 'list' ? '/v1/pets?limit=20' : op.path
+        for (const target of targets) {
+          const { path, script } = target.request(i)
           const run = {
-            url: `http://127.0.0.1:${port}${path}`,
+            url: `http://127.0.0.1:${target.port}${path}`,
             connections,
             cpu: LOAD_CPU,
-            headers,
+            headers: [`Authorization: Bearer ${target.key}`],
             ...(script ? { script } : {}),
           }
           if (warmup > 0) s.warmupErrors += (await wrk({ ...run, seconds: warmup })).errors
-          const pid = (target === 'baseline' ? baseline : service).child.pid!
-          const cpuBefore = cpuSeconds(pid)
+          const cpuBefore = cpuSeconds(target.pid)
           const wallBefore = performance.now()
           const result = await wrk({ ...run, seconds })
           result.serverCpu =
-            (cpuSeconds(pid) - cpuBefore) / ((performance.now() - wallBefore) / 1000)
-          s[target].push(result)
+            (cpuSeconds(target.pid) - cpuBefore) / ((performance.now() - wallBefore) / 1000)
+          s[target.label].push(result)
           log(
-            `bench: round ${round}/${rounds} ${op.name} ${target}: ${result.rps.toFixed(0)} req/s, ` +
+            `bench: round ${round}/${rounds} ${s.name} ${target.label}: ${result.rps.toFixed(0)} req/s, ` +
               `p99 ${result.p99Ms.toFixed(2)} ms, server CPU ${(result.serverCpu * 100).toFixed(0)}%, errors ${result.errors}` +
               (result.errors > 0 ? ` (${result.errorDetail})` : ''),
           )
         }
       }
     }
-    const rssMb = peakRssMb(service.child.pid!)
+    const rssMb = peakRssMb(service.running.child.pid!)
     const loadAvg = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
     const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT })
       .toString()
@@ -229,17 +295,31 @@ async function main(): Promise<void> {
         .toString()
         .trim() !== ''
     const date = new Date().toISOString()
-    const logBytes = statSync(logFile).size
-    const names = new Map(ops.map((op) => [op.name, op.baseline === 'list' ? 'list' : 'create']))
+    const logBytes = statSync(service.logFile).size
+    const names = new Map(
+      service.ops.map((op) => [op.name, op.baseline === 'list' ? 'list' : 'create']),
+    )
     const md = [
       `### ${pets.toLocaleString('en-US')} pets — ${date.slice(0, 10)}`,
       '',
       table(samples, names),
       '',
-      `- peak RSS of the service (VmHWM): ${rssMb.toFixed(1)} MB`,
-      `- start-up on the existing database (process start to first /readyz 200): ${service.startupMs.toFixed(0)} ms`,
-      `- seeding ${pets.toLocaleString('en-US')} pets (\`petstore seed\`): ${(seedMs / 1000).toFixed(2)} s`,
-      `- ${rounds} rounds, each operation ${warmup} s warm-up + ${seconds} s measured, baseline then service; ` +
+      ...(small
+        ? [
+            `Against a ${reference.toLocaleString('en-US')}-pet service measured in the same rounds:`,
+            '',
+            scaleTable(samples, pets, reference),
+            '',
+          ]
+        : []),
+      `- peak RSS of the service (VmHWM): ${rssMb.toFixed(1)} MB` +
+        (small
+          ? `; of the ${reference.toLocaleString('en-US')}-pet service: ${peakRssMb(small.running.child.pid!).toFixed(1)} MB`
+          : ''),
+      `- start-up on the existing database (process start to first /readyz 200): ${service.running.startupMs.toFixed(0)} ms`,
+      `- seeding ${pets.toLocaleString('en-US')} pets (\`petstore seed\`): ${(service.seedMs / 1000).toFixed(2)} s`,
+      `- ${rounds} rounds, each operation ${warmup} s warm-up + ${seconds} s measured, ` +
+        `${small ? `baseline, then the ${reference.toLocaleString('en-US')}-pet service, then the service` : 'baseline then service'}; ` +
         `wrk -t 1 -c ${connections} on CPU ${LOAD_CPU}, each server on CPU ${SERVER_CPU}`,
       `- medians over the rounds; ratio = service req/s / baseline req/s (baseline list for reads, baseline create for create); errors = non-2xx + socket errors of all runs, warm-ups included`,
       `- service: logging JSON at info to a file (${(logBytes / 1e6).toFixed(0)} MB written), rate limiting on (limit 100,000,000 per window), auth on, SQLite synchronous=FULL`,
@@ -260,7 +340,9 @@ async function main(): Promise<void> {
     process.stdout.write(`${md}\nwritten to ${out}\n`)
     const errors = samples.reduce(
       (n, s) =>
-        n + s.warmupErrors + [...s.baseline, ...s.service].reduce((m, r) => m + r.errors, 0),
+        n +
+        s.warmupErrors +
+        [...s.baseline, ...s.service, ...s.reference].reduce((m, r) => m + r.errors, 0),
       0,
     )
     if (errors > 0) process.exitCode = 1

@@ -6,6 +6,8 @@ export interface OpSamples {
   /** The baseline runs this operation is compared with (one per round, run just before it). */
   baseline: WrkResult[]
   service: WrkResult[]
+  /** The same operation on the reference service (a smaller catalogue), when the bench runs one. */
+  reference: WrkResult[]
   /** Errors in the warm-up runs, which are otherwise not reported. */
   warmupErrors: number
 }
@@ -48,21 +50,62 @@ export function table(ops: OpSamples[], baselineNames: Map<string, string>): str
   return rows.join('\n')
 }
 
+/** The median over the rounds of a figure of each round's pair of runs. */
+const pairedMedian = (a: WrkResult[], b: WrkResult[], f: (a: WrkResult, b: WrkResult) => number) =>
+  median(a.map((x, i) => f(x, b[i]!)))
+
+/**
+ * Each operation on the service against the same operation on the reference service, run right
+ * after it in each round. The slowdown is the median of the rounds' own ratios, so a host that is
+ * slower in one round than in the next moves both sides of that round's ratio alike.
+ */
+export function scaleTable(ops: OpSamples[], pets: number, reference: number): string {
+  const big = pets.toLocaleString('en-US')
+  const ref = reference.toLocaleString('en-US')
+  const rows = [
+    `| operation | req/s at ${ref} | ratio at ${ref} | req/s at ${big} | ratio at ${big} | slowdown (${ref} ÷ ${big} req/s) | CPU µs/req at ${ref} | CPU µs/req at ${big} | CPU slowdown |`,
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+  ]
+  for (const op of ops) {
+    const base = median(op.baseline.map((r) => r.rps))
+    const refRps = median(op.reference.map((r) => r.rps))
+    const rps = median(op.service.map((r) => r.rps))
+    rows.push(
+      `| ${op.name} | ${fmt(refRps)} | ${fmt(refRps / base, 2)} | ${fmt(rps)} | ${fmt(rps / base, 2)} | ` +
+        `${fmt(
+          pairedMedian(op.reference, op.service, (r, s) => r.rps / s.rps),
+          2,
+        )}x | ` +
+        `${fmt(median(op.reference.map(cpuUsPerRequest)), 1)} | ` +
+        `${fmt(median(op.service.map(cpuUsPerRequest)), 1)} | ` +
+        `${fmt(
+          pairedMedian(op.reference, op.service, (r, s) => cpuUsPerRequest(s) / cpuUsPerRequest(r)),
+          2,
+        )}x |`,
+    )
+  }
+  return rows.join('\n')
+}
+
 const pct = (share: number) => `${Math.round(share * 100)}%`
 
 /** Every measured run, so a reader can see the spread behind each median. */
 export function perRound(ops: OpSamples[]): string {
+  const withReference = ops.some((op) => op.reference.length > 0)
   const rows = [
-    '| operation | round | baseline req/s | baseline CPU | baseline µs/req | service req/s | service CPU | service µs/req | service p99 ms |',
+    '| operation | round | baseline req/s | baseline CPU | baseline µs/req |' +
+      (withReference ? ' reference req/s | reference CPU | reference µs/req |' : '') +
+      ' service req/s | service CPU | service µs/req | service p99 ms |',
+    `| --- | ---: | ---: | ---: | ---: |${withReference ? ' ---: | ---: | ---: |' : ''} ---: | ---: | ---: | ---: |`,
   ]
-  rows.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+  const cells = (r: WrkResult | undefined) =>
+    `${fmt(r?.rps ?? 0)} | ${pct(r?.serverCpu ?? 0)} | ${fmt(r ? cpuUsPerRequest(r) : 0, 1)} |`
   for (const op of ops) {
     op.service.forEach((s, i) => {
-      const b = op.baseline[i]
       rows.push(
-        `| ${op.name} | ${i + 1} | ${fmt(b?.rps ?? 0)} | ${pct(b?.serverCpu ?? 0)} | ` +
-          `${fmt(b ? cpuUsPerRequest(b) : 0, 1)} | ${fmt(s.rps)} | ${pct(s.serverCpu)} | ` +
-          `${fmt(cpuUsPerRequest(s), 1)} | ${fmt(s.p99Ms, 2)} |`,
+        `| ${op.name} | ${i + 1} | ${cells(op.baseline[i])}` +
+          (withReference ? ` ${cells(op.reference[i])}` : '') +
+          ` ${cells(s)} ${fmt(s.p99Ms, 2)} |`,
       )
     })
   }
