@@ -76,10 +76,29 @@ interface Answer {
   status: number
   operation: string
   apiKeyName: string
-  /** In the order the hooks set them (hookHeaders), X-Request-Id first. */
-  headers: Record<string, string>
+  requestId: string
+  /**
+   * Name, value, name, value…, in the order the hooks set them (hookHeaders), X-Request-Id first.
+   * Why a flat array: Node's writeHead walks an object's keys with for-in and reads each value
+   * with a keyed load that the per-request shapes make megamorphic; an array is walked by index.
+   */
+  headers: string[]
   body: string
 }
+
+/** Sets `name` in a flat header list: in its place when present, else at the end (as assigning a key). */
+function setHeader(headers: string[], name: string, value: string): void {
+  for (let i = 0; i < headers.length; i += 2) {
+    if (headers[i] === name) {
+      headers[i + 1] = value
+      return
+    }
+  }
+  headers.push(name, value)
+}
+
+/** A header record as a flat list, in its key order. */
+const flat = (headers: Record<string, string>): string[] => Object.entries(headers).flat()
 
 /** Fastify's handler: takes a request the hot path declines. */
 export type Fallback = (req: IncomingMessage, res: ServerResponse) => void
@@ -175,19 +194,17 @@ export function createHotPath(o: HotPathOptions): HotPath {
     serializePet ??= fastJsonStringify(Pet as never) as (pet: PetRecord) => string
     return serializePet(pet)
   }
-  const vary: Record<string, string> = o.varyOrigin ? { vary: 'Origin' } : {}
+  // What follows the request id, fixed for the process (the hooks' header names are distinct).
+  const rootHeaders = ['cache-control', 'no-store', ...flat(o.transport)]
+  const vary = o.varyOrigin ? ['vary', 'Origin'] : []
+  const afterId = [...rootHeaders, ...vary]
+  const afterIdDeprecated = [...rootHeaders, ...flat({ ...o.deprecation }), ...vary]
   /** The headers the hooks set, in their order: root (id, cache, transport, deprecation), CORS, auth. */
-  const hookHeaders = (id: string, admitted: Admitted, deprecated: boolean) => {
-    const headers: Record<string, string> = {
-      'x-request-id': id,
-      'cache-control': 'no-store',
-      ...o.transport,
-    }
-    if (deprecated) Object.assign(headers, o.deprecation)
-    return Object.assign(headers, vary, {
-      'ratelimit-policy': admitted.rateLimitPolicy,
-      ratelimit: admitted.rateLimit,
-    })
+  const hookHeaders = (id: string, admitted: Admitted, deprecated: boolean): string[] => {
+    const headers = ['x-request-id', id]
+    for (const h of deprecated ? afterIdDeprecated : afterId) headers.push(h)
+    headers.push('ratelimit-policy', admitted.rateLimitPolicy, 'ratelimit', admitted.rateLimit)
+    return headers
   }
 
   /**
@@ -257,14 +274,18 @@ export function createHotPath(o: HotPathOptions): HotPath {
       } catch (err) {
         // Nothing in send is known to throw; should it, the client sees its connection end
         // rather than wait forever, and the log says why.
-        logger.error({ err, requestId: a.headers['x-request-id'] }, 'hot path failed to answer')
+        logger.error({ err, requestId: a.requestId }, 'hot path failed to answer')
         if (!a.res.headersSent) a.res.destroy()
       }
     }
   }
   const send = (a: Answer) => {
-    a.headers['content-type'] = JSON_CONTENT_TYPE
-    a.headers['content-length'] = String(Buffer.byteLength(a.body))
+    a.headers.push(
+      'content-type',
+      JSON_CONTENT_TYPE,
+      'content-length',
+      String(Buffer.byteLength(a.body)),
+    )
     a.res.writeHead(a.status, a.headers)
     a.res.end(a.body)
     const elapsedMs = performance.now() - a.started
@@ -272,7 +293,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
     metrics.requestCompleted({ operation: a.operation, method, status: a.status }, elapsedMs / 1000)
     metrics.hotPathAnswered()
     logCompleted({
-      requestId: a.headers['x-request-id'],
+      requestId: a.requestId,
       operation: a.operation,
       method,
       url: a.req.url,
@@ -327,7 +348,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
     if (page.nextCursor !== null) {
       const protocol = (req.socket as TLSSocket).encrypted ? 'https' : 'http'
       const host = req.headers.host ?? ''
-      headers.link = nextPageLink(protocol, host, o.fallbackOrigin, query, page.nextCursor)
+      headers.push('link', nextPageLink(protocol, host, o.fallbackOrigin, query, page.nextCursor))
     }
     finish({
       req,
@@ -336,6 +357,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
       status: 200,
       operation: 'listPets',
       apiKeyName: admitted.key.name,
+      requestId: id,
       headers,
       body: page.body,
     })
@@ -383,6 +405,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
       status: 200,
       operation: 'getPet',
       apiKeyName: admitted.key.name,
+      requestId: id,
       headers,
       body,
     })
@@ -471,7 +494,10 @@ export function createHotPath(o: HotPathOptions): HotPath {
     const admitted = admit(req.headers.authorization, version)
     if (admitted === null) return false
     const id = requestId(req)
-    const answer = (status: number, headers: Record<string, string>, body: string) =>
+    /** `extra`: a flat header list, set over the hooks' headers as the route's reply would. */
+    const answer = (status: number, extra: string[], body: string) => {
+      const all = hookHeaders(id, admitted, false)
+      for (let i = 0; i < extra.length; i += 2) setHeader(all, extra[i]!, extra[i + 1]!)
       finish({
         req,
         res,
@@ -479,14 +505,16 @@ export function createHotPath(o: HotPathOptions): HotPath {
         status,
         operation: 'createPet',
         apiKeyName: admitted.key.name,
-        headers: Object.assign(hookHeaders(id, admitted, false), headers),
+        requestId: id,
+        headers: all,
         body,
       })
+    }
     const failed = (err: unknown) => {
       // The store refused the commit after the request was counted: the routes' error
       // handler's answer, from the same mapping.
       const { body, headers } = toErrorBody(err as FastifyError, logger.child({ requestId: id }))
-      answer(body.status, headers, JSON.stringify(body))
+      answer(body.status, flat(headers), JSON.stringify(body))
     }
     // What the service's create does without an Idempotency-Key (the name was checked in newPet).
     store.createPetThen!(
@@ -499,7 +527,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
           failed(err)
           return
         }
-        answer(201, { location: `/v1/pets/${created.id}` }, body)
+        answer(201, ['location', `/v1/pets/${created.id}`], body)
       },
       failed,
     )
