@@ -2,7 +2,10 @@ import assert from 'node:assert/strict'
 import { connect } from 'node:net'
 import { describe, test } from 'node:test'
 import { createApiKey } from '../src/auth/api-keys.js'
+import { newRequestId } from '../src/http/request-id.js'
 import { json, testApp } from './support/app.js'
+
+const V4_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
 const unauthorized = (message: string) => ({ code: 'unauthorized', message, status: 401 })
 const MISSING = 'an API key is required: send Authorization: Bearer <key>'
@@ -239,6 +242,18 @@ describe('request id and caching headers', () => {
       const res = await a.call({ method: 'GET', url: '/v1/pets', headers: { 'x-request-id': bad } })
       assert.notEqual(res.headers['x-request-id'], bad)
       assert.match(String(res.headers['x-request-id']), /^[0-9a-f-]{36}$/)
+    }
+  })
+
+  test("fresh ids are version 4 UUIDs, distinct past the random pool's refills", () => {
+    const ids = Array.from({ length: 1000 }, () => newRequestId())
+    for (const id of ids) assert.match(id, V4_UUID)
+    assert.equal(new Set(ids).size, ids.length)
+    // Every other position takes more than 4 of the 16 digits: each id is written afresh.
+    for (let i = 0; i < 36; i++) {
+      // Not the dashes, the version (14) or the variant (19, one of 8, 9, a, b).
+      if ([8, 13, 14, 18, 19, 23].includes(i)) continue
+      assert.ok(new Set(ids.map((id) => id[i])).size > 4, `position ${i}`)
     }
   })
 
