@@ -115,15 +115,37 @@ export function requestLineWriter(logger: FastifyBaseLogger): RequestLineWriter 
   ) {
     return viaPino
   }
+  /**
+   * A field's JSON text, `,"name":"value"`, remembered for the value it was last built for.
+   * Why: consecutive lines mostly share their operation, method, key and client address; each
+   * such field was checked for escapes and built from three pieces on every line, and V8 copies
+   * a string built by `+` piece by piece when the log is written. Get: 98,525 → 96,307
+   * instructions per request (`npm run bench:instructions`), with the line's head below.
+   */
+  const lastField = (name: string) => {
+    let value: string | undefined
+    let text = ''
+    return (v: string): string => {
+      if (v !== value) {
+        value = v
+        text = `,"${name}":${jsonString(v)}`
+      }
+      return text
+    }
+  }
+  const operationField = lastField('operation')
+  const methodField = lastField('method')
+  const keyField = lastField('apiKeyName')
+  const addressField = lastField('remoteAddress')
   // The fields in requestLine's order; pino leaves out the undefined ones.
-  const line = (r: CompletedRequest, time: string): string => {
-    let s = `{"level":${INFO}${time}${chindings}`
+  const line = (r: CompletedRequest, head: string): string => {
+    let s = head
     if (r.requestId !== undefined) s += `,"requestId":${jsonString(r.requestId)}`
-    s += `,"operation":${jsonString(r.operation)},"method":${jsonString(r.method)}`
+    s += operationField(r.operation) + methodField(r.method)
     if (r.url !== undefined) s += `,"url":${jsonString(r.url)}`
     s += `,"status":${r.status},"durationMs":${durationText(r.elapsedMs)}`
-    if (r.apiKeyName !== undefined) s += `,"apiKeyName":${jsonString(r.apiKeyName)}`
-    if (r.remoteAddress !== undefined) s += `,"remoteAddress":${jsonString(r.remoteAddress)}`
+    if (r.apiKeyName !== undefined) s += keyField(r.apiKeyName)
+    if (r.remoteAddress !== undefined) s += addressField(r.remoteAddress)
     return `${s},"msg":"${COMPLETED}"}\n`
   }
   const probe: CompletedRequest = {
@@ -144,21 +166,22 @@ export function requestLineWriter(logger: FastifyBaseLogger): RequestLineWriter 
     INFO,
     probeTime,
   )
-  if (expected !== line(probe, probeTime)) return viaPino
+  if (expected !== line(probe, `{"level":${INFO}${probeTime}${chindings}`)) return viaPino
   const write = stream.write.bind(stream)
   const pinoLogger = logger as unknown as pino.Logger
-  // The time field is the same for every line of a millisecond: written once per millisecond,
-  // since Date.now() is past the small integers whose text V8 keeps, and each costs a conversion.
+  // The line's head, level, time and the logger's bindings, is the same for every line of a
+  // millisecond: written once per millisecond, since Date.now() is past the small integers whose
+  // text V8 keeps, and each costs a conversion.
   let timeMs = -1
-  let time = ''
+  let head = ''
   return (r) => {
     if (!pinoLogger.isLevelEnabled('info')) return
     const now = Date.now()
     if (now !== timeMs) {
       timeMs = now
-      time = `,"time":${now}`
+      head = `{"level":${INFO},"time":${now}${chindings}`
     }
-    write(line(r, time))
+    write(line(r, head))
   }
 }
 
