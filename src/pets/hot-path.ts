@@ -198,7 +198,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
   const rootHeaders = ['cache-control', 'no-store', ...flat(o.transport)]
   const vary = o.varyOrigin ? ['vary', 'Origin'] : []
   const afterId = [...rootHeaders, ...vary]
-  const afterIdDeprecated = [...rootHeaders, ...flat({ ...o.deprecation }), ...vary]
+  const afterIdDeprecated = [...rootHeaders, ...flat(o.deprecation), ...vary]
   /** The headers the hooks set, in their order: root (id, cache, transport, deprecation), CORS, auth. */
   const hookHeaders = (id: string, admitted: Admitted, deprecated: boolean): string[] => {
     const headers = ['x-request-id', id]
