@@ -165,6 +165,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       compileValidator,
       store,
       pages,
+      service,
       bodyLimit: BODY_LIMIT_BYTES,
       logger: app.log,
       metrics,

@@ -39,6 +39,8 @@ interface ScrapedMetric {
 
 export class RequestMetrics {
   private readonly series = new Map<string, Series>()
+  /** The series the previous record went to, with its labels. */
+  private last: { operation: string; method: string; status: number; series: Series } | null = null
 
   constructor(
     private readonly bounds: readonly number[],
@@ -76,8 +78,6 @@ export class RequestMetrics {
     while (i < this.bounds.length && seconds > this.bounds[i]!) i++
     s.perBucket[i]!++
   }
-
-  private last: { operation: string; method: string; status: number; series: Series } | null = null
 
   private seriesOf(operation: string, method: string, status: number): Series {
     const key = `${operation} ${method} ${status}`

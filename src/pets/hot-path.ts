@@ -42,7 +42,7 @@ import {
   Pet,
   PetIdParams,
 } from './schemas.js'
-import { isStorableName, newPetOf } from './service.js'
+import { isStorableName, newPetOf, type PetService } from './service.js'
 
 export interface HotPathOptions {
   admit: Admit
@@ -51,6 +51,8 @@ export interface HotPathOptions {
   /** Must give dataVersion, getPetJsonAt and createPetThen (SQLite); see canServeHotPath. */
   store: Store
   pages: PageCache
+  /** Creates go through the routes' own service (createThen). */
+  service: PetService
   /** The app's body limit: a larger body is Fastify's to refuse. */
   bodyLimit: number
   logger: FastifyBaseLogger
@@ -516,8 +518,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
       const { body, headers } = toErrorBody(err as FastifyError, logger.child({ requestId: id }))
       answer(body.status, flat(headers), JSON.stringify(body))
     }
-    // What the service's create does without an Idempotency-Key (the name was checked in newPet).
-    store.createPetThen!(
+    o.service.createThen(
       pet,
       (created) => {
         let body: string

@@ -39,6 +39,9 @@ export function isStorableName(name: string): boolean {
   return !name.includes('\u0000')
 }
 
+const unstorableName = () =>
+  new ApiError('invalid_request', "field 'name' must not contain the character U+0000")
+
 export class PetService {
   constructor(
     private readonly store: Store,
@@ -58,6 +61,17 @@ export class PetService {
     return { pets, nextCursor: encodeCursor(pets[pets.length - 1]!.id) }
   }
 
+  /**
+   * create without an Idempotency-Key, settled through one of the callbacks rather than a
+   * promise, for the HTTP hot path: on a store with createPetThen (the embedded one) that is four
+   * promises fewer per create (this async function's, the store's, then and catch).
+   */
+  createThen(pet: NewPet, created: (pet: Pet) => void, failed: (err: unknown) => void): void {
+    if (!isStorableName(pet.name)) failed(unstorableName())
+    else if (this.store.createPetThen) this.store.createPetThen(pet, created, failed)
+    else this.store.createPet(pet).then(created, failed)
+  }
+
   async get(id: bigint): Promise<Pet> {
     const pet = await this.store.getPet(id)
     if (!pet) throw new ApiError('not_found', `no pet with id ${id}`)
@@ -65,9 +79,7 @@ export class PetService {
   }
 
   async create(pet: NewPet, apiKeyId: string, idempotencyKey?: string): Promise<CreateResult> {
-    if (!isStorableName(pet.name)) {
-      throw new ApiError('invalid_request', "field 'name' must not contain the character U+0000")
-    }
+    if (!isStorableName(pet.name)) throw unstorableName()
     if (idempotencyKey === undefined) {
       return { pet: await this.store.createPet(pet), replayed: false }
     }

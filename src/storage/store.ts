@@ -68,8 +68,9 @@ export interface Store {
    */
   createPet(pet: NewPet, completes?: IdempotencyRef): Promise<Pet>
   /**
-   * createPet without an idempotency claim, for the HTTP hot path: settles through one of the
-   * callbacks instead of a promise. Adapters that have it also have getPetJsonAt.
+   * createPet without an idempotency claim, settling through one of the callbacks instead of a
+   * promise (PetService.createThen, for the HTTP hot path). Adapters that have it also have
+   * getPetJsonAt.
    */
   createPetThen?(pet: NewPet, created: (pet: Pet) => void, failed: (err: unknown) => void): void
   /**

@@ -1,0 +1,51 @@
+// PetService.createThen, the callback form of create the HTTP hot path uses: the same pet and the
+// same refusal as create without an Idempotency-Key, on either store (PostgreSQL has no
+// createPetThen, so there it goes through createPet's promise).
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { systemClock } from '../src/clock.js'
+import { ApiError } from '../src/errors.js'
+import { PetService } from '../src/pets/service.js'
+import type { NewPet, Pet } from '../src/storage/store.js'
+import { testStore } from './support/app.js'
+
+/** createThen as a promise of which callback it called, and with what. */
+function createThen(service: PetService, pet: NewPet) {
+  return new Promise<{ created?: Pet; failed?: unknown }>((resolve) =>
+    service.createThen(
+      pet,
+      (created) => resolve({ created }),
+      (failed) => resolve({ failed }),
+    ),
+  )
+}
+
+test('createThen stores the pet and hands it to `created`, as create does', async (t) => {
+  const store = await testStore(t)
+  const service = new PetService(store, systemClock)
+  const viaCreate = await service.create({ name: 'first', categoryId: 1n }, 'key-1')
+  const outcome = await createThen(service, {
+    name: 'second',
+    categoryId: 9007199254740993n,
+    status: 'sold',
+  })
+  const second = { id: 2n, name: 'second', categoryId: 9007199254740993n, status: 'sold' }
+  assert.deepEqual(viaCreate, { pet: { id: 1n, name: 'first', categoryId: 1n }, replayed: false })
+  assert.deepEqual(outcome, { created: second })
+  assert.deepEqual(await store.getPet(2n), second)
+})
+
+test('createThen refuses a name with U+0000 through `failed`, as create does, and stores nothing', async (t) => {
+  const store = await testStore(t)
+  const service = new PetService(store, systemClock)
+  const outcome = await createThen(service, { name: 'a\u0000b', categoryId: 1n })
+  const failed = outcome.failed
+  assert.ok(failed instanceof ApiError)
+  assert.equal(failed.code, 'invalid_request')
+  assert.equal(failed.message, "field 'name' must not contain the character U+0000")
+  await assert.rejects(service.create({ name: 'a\u0000b', categoryId: 1n }, 'key-1'), {
+    code: failed.code,
+    message: failed.message,
+  })
+  assert.equal(await store.getPet(1n), null)
+})
