@@ -24,6 +24,8 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '12000' },
     count: { type: 'string', default: '4000' },
     connections: { type: 'string', default: '8' },
+    // Keeps callgrind's files (one per thread) for callgrind_annotate instead of deleting them.
+    keep: { type: 'boolean', default: false },
   },
 })
 const op = values.op
@@ -164,5 +166,6 @@ try {
       // already gone
     }
   }
-  rmSync(dir, { recursive: true, force: true })
+  if (values.keep) log(`bench:instructions: callgrind's files kept in ${dir}`)
+  else rmSync(dir, { recursive: true, force: true })
 }

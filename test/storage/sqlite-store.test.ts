@@ -37,7 +37,7 @@ test('sqlite: migrating an up-to-date database changes nothing', async (t) => {
   const db = new Database(path, { readonly: true })
   t.after(() => db.close())
   const names = db.prepare('SELECT name FROM kysely_migration ORDER BY name').pluck().all()
-  assert.deepEqual(names, ['001-initial'])
+  assert.deepEqual(names, ['001-initial', '002-pets-status-check-as-comparisons'])
 })
 
 test('sqlite: an in-memory store is migrated on its own connection', async (t) => {

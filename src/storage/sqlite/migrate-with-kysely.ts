@@ -65,6 +65,11 @@ export async function runSqliteMigrations(database: Database.Database): Promise<
     },
   })
   const db = new Kysely<unknown>({ dialect: new MigrationSqliteDialect({ database: keepOpen }) })
+  // Off while migrations run, as SQLite's procedure for rebuilding a table wants (002 drops pets,
+  // which idempotency_keys refers to); a migration that could break a key checks them itself.
+  // Set outside the transaction: inside one, SQLite ignores it.
+  const foreignKeys = database.pragma('foreign_keys', { simple: true })
+  database.pragma('foreign_keys = OFF')
   try {
     const migrator = new Migrator({
       db,
@@ -75,5 +80,6 @@ export async function runSqliteMigrations(database: Database.Database): Promise<
     return (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
   } finally {
     await db.destroy()
+    database.pragma(`foreign_keys = ${foreignKeys ? 'ON' : 'OFF'}`)
   }
 }

@@ -3,4 +3,7 @@
  * to run when the two differ). Start-up reads only this list to see that nothing is pending, so
  * Kysely (~110 ms to load) is loaded only when a migration is due.
  */
-export const SQLITE_MIGRATION_NAMES: readonly string[] = ['001-initial']
+export const SQLITE_MIGRATION_NAMES: readonly string[] = [
+  '001-initial',
+  '002-pets-status-check-as-comparisons',
+]

@@ -8,24 +8,64 @@ export interface CreateItem {
   completes: IdempotencyRef | undefined
 }
 
+/**
+ * Rows per INSERT statement: a batch goes in as chunks of these sizes, largest first (23 creates:
+ * 16 + 4 + 2 + 1), so a few prepared statements serve every batch size. Why several rows per
+ * statement: each statement run costs a call into better-sqlite3, the binding and SQLite's
+ * statement start and end; 30 inserts in one transaction measured 3.4 µs each one row per
+ * statement, 2.0 in one statement of 30.
+ */
+const CHUNK_SIZES = [64, 32, 16, 8, 4, 2, 1]
+const COLUMNS_PER_ROW = 4
+
 /** Inserts a batch in one IMMEDIATE transaction (one WAL sync) and returns the new ids in order. */
 export function createTransaction(db: Database.Database): (items: CreateItem[]) => bigint[] {
-  // run() and lastInsertRowid rather than `RETURNING id`: the same id, and 30 inserts in one
-  // transaction measured 5.5 instead of 9.4 µs of CPU each (RETURNING buffers its output row).
-  const insertPet = db.prepare<[string, bigint, string | null, number]>(
-    'INSERT INTO pets (name, category_id, status, created_at) VALUES (?, ?, ?, ?)',
-  )
+  const inserts = new Map<number, Database.Statement<unknown[]>>()
+  const insertRows = (rows: number): Database.Statement<unknown[]> => {
+    let statement = inserts.get(rows)
+    if (statement === undefined) {
+      const values = Array.from({ length: rows }, () => '(?, ?, ?, ?)').join(', ')
+      statement = db.prepare(
+        `INSERT INTO pets (name, category_id, status, created_at) VALUES ${values}`,
+      )
+      inserts.set(rows, statement)
+    }
+    return statement
+  }
   const completeIdempotency = db.prepare<[bigint, string, string]>(
     'UPDATE idempotency_keys SET pet_id = ?, locked_until = NULL WHERE api_key_id = ? AND idempotency_key = ?',
   )
-  const commit = db.transaction((items: CreateItem[]): bigint[] =>
-    items.map(({ pet, completes }) => {
-      // A BigInt: the connection reads integers as BigInt (defaultSafeIntegers).
-      const id = insertPet.run(pet.name, pet.categoryId, pet.status ?? null, Date.now())
-        .lastInsertRowid as bigint
-      if (completes) completeIdempotency.run(id, completes.apiKeyId, completes.key)
-      return id
-    }),
-  )
+  const commit = db.transaction((items: CreateItem[]): bigint[] => {
+    const ids: bigint[] = new Array(items.length)
+    const createdAt = Date.now()
+    let done = 0
+    for (const size of CHUNK_SIZES) {
+      while (items.length - done >= size) {
+        const values: unknown[] = new Array(size * COLUMNS_PER_ROW)
+        for (let i = 0; i < size; i++) {
+          const { pet } = items[done + i]!
+          const at = i * COLUMNS_PER_ROW
+          values[at] = pet.name
+          values[at + 1] = pet.categoryId
+          values[at + 2] = pet.status ?? null
+          values[at + 3] = createdAt
+        }
+        // run() and lastInsertRowid rather than `RETURNING id` (which buffers its output rows):
+        // the rows of one statement take consecutive ids, AUTOINCREMENT giving each the one after
+        // the row before (or failing the statement, past the largest id), so the last id gives
+        // them all. A BigInt: the connection reads integers as BigInt (defaultSafeIntegers).
+        const { changes, lastInsertRowid } = insertRows(size).run(values)
+        if (changes !== size) throw new Error(`inserted ${changes} of ${size} pets`)
+        const first = (lastInsertRowid as bigint) - BigInt(size - 1)
+        for (let i = 0; i < size; i++) ids[done + i] = first + BigInt(i)
+        done += size
+      }
+    }
+    for (let i = 0; i < items.length; i++) {
+      const completes = items[i]!.completes
+      if (completes) completeIdempotency.run(ids[i]!, completes.apiKeyId, completes.key)
+    }
+    return ids
+  })
   return (items) => commit.immediate(items)
 }
