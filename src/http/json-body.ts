@@ -1,6 +1,7 @@
 // Request bodies are parsed here rather than by JSON.parse, which rounds integers beyond 2^53.
 import { isInteger, parse } from 'lossless-json'
 import { ApiError } from '../errors.js'
+import { parseFlatJsonObject } from './flat-json.js'
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false })
 
@@ -30,6 +31,9 @@ export function parseJsonBody(body: Buffer): unknown {
   } catch {
     throw new ApiError('invalid_request', 'request body is not valid UTF-8')
   }
+  // The usual body takes one pass (flat-json.ts); any other, lossless-json.
+  const flat = parseFlatJsonObject(text)
+  if (flat !== undefined) return flat
   try {
     return parse(text, rejectLoneSurrogates, parseNumber)
   } catch (err) {
