@@ -162,6 +162,8 @@ test("parseJsonBody gives the full parser's answers and errors where the fast pa
   const body = (text: string) => parseJsonBody(Buffer.from(text))
   assert.deepStrictEqual(body('{"categoryId":1.0}'), { categoryId: 1 })
   assert.deepStrictEqual(body('{"name":"a\\u0041"}'), { name: 'aA' })
+  // A key repeated with the same value is not ambiguous (docs/api-behaviour.md): taken once.
+  assert.deepStrictEqual(body('{"a":1,"a":1}'), { a: 1n })
   assert.throws(() => body('{"a":1,"a":2}'), {
     message: "request body is not valid JSON: Duplicate key 'a' encountered at position 8",
   })
