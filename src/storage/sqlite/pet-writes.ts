@@ -18,8 +18,13 @@ export interface CreateItem {
 const CHUNK_SIZES = [64, 32, 16, 8, 4, 2, 1]
 const COLUMNS_PER_ROW = 4
 
-/** Inserts a batch in one IMMEDIATE transaction (one WAL sync) and returns the new ids in order. */
-export function createTransaction(db: Database.Database): (items: CreateItem[]) => bigint[] {
+/**
+ * Inserts pets, all created at `createdAt`, in multi-row statements on `db`, inside the caller's
+ * transaction, and returns their ids in order: the creates' commit and the seed's batches.
+ */
+export function petInserter(
+  db: Database.Database,
+): (pets: readonly NewPet[], createdAt: number) => bigint[] {
   const inserts = new Map<number, Database.Statement<unknown[]>>()
   const insertRows = (rows: number): Database.Statement<unknown[]> => {
     let statement = inserts.get(rows)
@@ -32,18 +37,14 @@ export function createTransaction(db: Database.Database): (items: CreateItem[]) 
     }
     return statement
   }
-  const completeIdempotency = db.prepare<[bigint, string, string]>(
-    'UPDATE idempotency_keys SET pet_id = ?, locked_until = NULL WHERE api_key_id = ? AND idempotency_key = ?',
-  )
-  const commit = db.transaction((items: CreateItem[]): bigint[] => {
-    const ids: bigint[] = new Array(items.length)
-    const createdAt = Date.now()
+  return (pets, createdAt) => {
+    const ids: bigint[] = new Array(pets.length)
     let done = 0
     for (const size of CHUNK_SIZES) {
-      while (items.length - done >= size) {
+      while (pets.length - done >= size) {
         const values: unknown[] = new Array(size * COLUMNS_PER_ROW)
         for (let i = 0; i < size; i++) {
-          const { pet } = items[done + i]!
+          const pet = pets[done + i]!
           const at = i * COLUMNS_PER_ROW
           values[at] = pet.name
           values[at + 1] = pet.categoryId
@@ -61,6 +62,21 @@ export function createTransaction(db: Database.Database): (items: CreateItem[]) 
         done += size
       }
     }
+    return ids
+  }
+}
+
+/** Inserts a batch in one IMMEDIATE transaction (one WAL sync) and returns the new ids in order. */
+export function createTransaction(db: Database.Database): (items: CreateItem[]) => bigint[] {
+  const insertPets = petInserter(db)
+  const completeIdempotency = db.prepare<[bigint, string, string]>(
+    'UPDATE idempotency_keys SET pet_id = ?, locked_until = NULL WHERE api_key_id = ? AND idempotency_key = ?',
+  )
+  const commit = db.transaction((items: CreateItem[]): bigint[] => {
+    const ids = insertPets(
+      items.map((item) => item.pet),
+      Date.now(),
+    )
     for (let i = 0; i < items.length; i++) {
       const completes = items[i]!.completes
       if (completes) completeIdempotency.run(ids[i]!, completes.apiKeyId, completes.key)

@@ -15,7 +15,7 @@ import type {
 import { openDatabase } from './connection.js'
 import { migrateSqlite } from './migrate.js'
 import { PET_BY_ID, PET_JSON_BY_ID, type PetRow, toPet } from './pet-row.js'
-import { type CreateItem, createTransaction } from './pet-writes.js'
+import { type CreateItem, createTransaction, petInserter } from './pet-writes.js'
 import { SnapshotReader } from './snapshot-reader.js'
 import { WalIndexVersion } from './wal-index-version.js'
 import { SqliteWriter } from './writer.js'
@@ -87,9 +87,6 @@ export class SqliteStore implements Store {
         .raw(true),
       getPet: db.prepare<[bigint], PetRow>(PET_BY_ID).raw(true),
       getPetJson: db.prepare<[bigint], string>(PET_JSON_BY_ID).pluck(),
-      bulkInsertPet: db.prepare<[string, bigint, string | null, number]>(
-        'INSERT INTO pets (name, category_id, status, created_at) VALUES (?, ?, ?, ?)',
-      ),
       findIdempotency: db.prepare<[string, string], IdempotencyRow>(
         'SELECT request_hash, pet_id, created_at, locked_until FROM idempotency_keys WHERE api_key_id = ? AND idempotency_key = ?',
       ),
@@ -126,10 +123,7 @@ export class SqliteStore implements Store {
       if (commitHere) this.ownCommits++
       return items.map(({ pet }, i) => ({ id: ids[i]!, ...pet }))
     })
-    const insertAll = db.transaction((pets: NewPet[], createdAt: number) => {
-      const insert = this.statements.bulkInsertPet
-      for (const pet of pets) insert.run(pet.name, pet.categoryId, pet.status ?? null, createdAt)
-    })
+    const insertAll = db.transaction(petInserter(db))
     this.bulkInsert = (pets, createdAt) => insertAll.immediate(pets, createdAt)
   }
 
