@@ -1,8 +1,10 @@
 // The baseline of `npm run bench`: a bare node:http server, the least a Node process can do for
 // the same requests. It checks `Authorization: Bearer <key>` as one fixed string, answers GET with
 // a precomputed 20-pet JSON array and POST with 201 and a precomputed pet once the body is read, so
-// its create costs what its list costs plus reading the body. Run as a child process:
-// `node --import tsx bench/baseline-server.ts <port> <key>`; prints `listening <port>` when ready.
+// its create costs what its list costs plus reading the body. Run as a child process, with the
+// service's Node flags (NODE_FLAGS in service.ts): `node --no-memory-reducer
+// --max-semi-space-size=8 --import tsx bench/baseline-server.ts <port> <key>`; prints
+// `listening <port>` when ready.
 import { createServer } from 'node:http'
 
 const port = Number(process.argv[2] ?? '0')

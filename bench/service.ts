@@ -10,7 +10,12 @@ import { runCommand } from './wrk.js'
 
 export const ROOT = resolve(import.meta.dirname, '..')
 const CLI = join(ROOT, 'dist', 'main.js')
-/** Node's flags for the service, as `npm start`, the `petstore` bin and deploy/*.service give them. */
+/**
+ * Node's flags for the service, as `npm start`, the `petstore` bin and deploy/*.service give them,
+ * and for the baseline too. Why the baseline: without `--no-memory-reducer` V8 shrinks an idle
+ * process's heap, and the baseline, idle while the other servers are measured, came back slower
+ * round after round (README "Benchmark"), which flattered every ratio after round 1.
+ */
 export const NODE_FLAGS = ['--no-memory-reducer', '--max-semi-space-size=8']
 
 export interface Running {
@@ -121,7 +126,17 @@ export async function startBaseline(cpu: number, key: string): Promise<Running> 
   const script = join(ROOT, 'bench', 'baseline-server.ts')
   const child = spawn(
     'taskset',
-    ['-c', String(cpu), process.execPath, '--import', 'tsx', script, String(port), key],
+    [
+      '-c',
+      String(cpu),
+      process.execPath,
+      ...NODE_FLAGS,
+      '--import',
+      'tsx',
+      script,
+      String(port),
+      key,
+    ],
     { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
   )
   const died = exited(child)
