@@ -3,7 +3,7 @@
 // Why a bundle and not tsc's one file per module: Node spent about half of the service's start-up
 // resolving, reading and compiling some 400 files (~330 of them CommonJS files of dependencies)
 // one by one. With one bundle, process start to the first `/readyz` 200 went from 682 to 352 ms,
-// and to 296 ms minified (medians of interleaved starts on the bench machine; README "Benchmark").
+// and to 296 ms minified (medians of interleaved starts on the bench machine; docs/performance.md).
 //
 // Layout: dist/main.js is the `petstore` executable (src/cli/launch.ts), which runs the bundle
 // dist/petstore.cjs through V8's code cache; dist/writer-thread.js is the SQLite writer thread's

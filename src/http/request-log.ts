@@ -81,7 +81,7 @@ function jsonString(s: string): string {
  * Why: pino's generic path (the level method, a field object, a loop over its keys with
  * serializer and stringifier lookups, every key and string scanned for escapes) cost ~1.3 µs per
  * line alone and more in the service: building the line here took ~2.6 µs off a ~30 µs get
- * (README "Benchmark"). Why the bytes are pino's: the writer is used only when the logger
+ * (docs/performance.md). Why the bytes are pino's: the writer is used only when the logger
  * formats as pino does by default (epoch time, no mixin, no hooks, no message prefix, a stream
  * that wants no metadata), and only once a probe line built both ways, by this function and by
  * pino's own `asJson`, came out identical; otherwise every line goes through `logger.info`. The

@@ -5,7 +5,7 @@
 // Why: on a list request served from the page cache, Fastify's request and reply objects, its
 // hook chain (four async hooks), the per-request child logger and the route lookup cost more
 // than everything the service itself does; answering here (with the answers of a turn written
-// together, below) took the list from 0.31 to 0.64 of a bare node:http server (README "Benchmark").
+// together, below) took the list from 0.31 to 0.64 of a bare node:http server (docs/performance.md).
 //
 // The rule that keeps the two paths one API: the hot path answers only a request it can answer
 // exactly as the routes would, and it decides that before it has any effect. Anything it is not
@@ -232,12 +232,12 @@ export function createHotPath(o: HotPathOptions): HotPath {
   // request: by then every request of the turn has been received, so any commit acknowledged to
   // a client before it sent one of them, by this process or another, happened before the version
   // was read, and the answer includes it. It saves a pread per request but the first of each
-  // turn (~1 µs of a ~30 µs get, README "Benchmark").
+  // turn (~1 µs of a ~30 µs get, docs/performance.md).
   let reads: Read[] = []
   // Answers wait for the end of the turn too, and go out together. Sent one by one, each write
   // wakes the client's side of the loopback or NIC path on its own; sent together, the first
   // wakes it and the rest find it awake. Measured on a bare node:http server doing 20 µs of work
-  // per request: 22,500 -> 27,500 req/s, 44 -> 36 µs of CPU per request (README).
+  // per request: 22,500 -> 27,500 req/s, 44 -> 36 µs of CPU per request (docs/performance.md).
   let answers: Answer[] = []
   let turnScheduled = false
   const endOfTurn = () => {

@@ -3,7 +3,7 @@
 //
 // Why: the version is read on every request (it decides whether cached pages and keys still
 // hold), and the pragma opens a read transaction: four fcntl locks and an fstat, ~1.8 µs alone
-// and ~3 µs of each list request under load (README "Benchmark"). The pread is ~0.8 µs.
+// and ~3 µs of each list request under load (docs/performance.md). The pread is ~0.8 µs.
 //
 // Why it is exact: every commit, by any connection of any process, rewrites the WAL-index header
 // before the commit returns (https://sqlite.org/walformat.html, "The WAL-Index Header"): its

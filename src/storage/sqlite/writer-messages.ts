@@ -15,7 +15,7 @@ type BatchRow = [string, string, NewPet['status'] | null, string | null, string 
  * A batch as one JSON text of flat rows (BatchRow), and the ids back as one BigInt64Array whose
  * buffer is transferred. Why: the structured clone of an array of objects holding BigInts is
  * written and rebuilt object by object, property by property, on both threads; one string is
- * copied whole, and JSON's own parser is native (README "Benchmark").
+ * copied whole, and JSON's own parser is native (docs/performance.md).
  */
 export function encodeBatch(items: readonly CreateItem[]): string {
   const rows: BatchRow[] = items.map(({ pet, completes }) => [
