@@ -12,9 +12,10 @@ export const ROOT = resolve(import.meta.dirname, '..')
 const CLI = join(ROOT, 'dist', 'main.js')
 /**
  * Node's flags for the service, as `npm start`, the `petstore` bin and deploy/*.service give them,
- * and for the baseline too. Why the baseline: without `--no-memory-reducer` V8 shrinks an idle
- * process's heap, and the baseline, idle while the other servers are measured, came back slower
- * round after round (README "Benchmark"), which flattered every ratio after round 1.
+ * and for the baseline too, so that both run with the same V8 settings. Without
+ * `--no-memory-reducer` V8 shrinks an idle process's heap, and the baseline, idle while the other
+ * servers are measured, came back slower round after round in the three-server runs: the likely
+ * cause of a drift that flattered their later ratios (README "Latest results").
  */
 export const NODE_FLAGS = ['--no-memory-reducer', '--max-semi-space-size=8']
 
