@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto'
 import type { Socket } from 'node:net'
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply } from 'fastify'
 import { ApiError, codeForStatus, type ErrorBody, errorBody, errorStatus } from '../errors.js'
+import { StorageUnavailableError } from '../storage/errors.js'
 
 interface ValidationIssue {
   keyword: string
@@ -74,9 +75,17 @@ function send(reply: FastifyReply, body: ErrorBody, headers: Record<string, stri
 /** The Error body and extra headers of an error; `log` (the request's) hears of unexpected ones. */
 export function toErrorBody(
   error: FastifyError | ApiError,
-  log: Pick<FastifyBaseLogger, 'error'>,
+  log: Pick<FastifyBaseLogger, 'error' | 'warn'>,
 ): { body: ErrorBody; headers: Record<string, string> } {
   if (error instanceof ApiError) return { body: error.toBody(), headers: error.headers }
+  if (error instanceof StorageUnavailableError) {
+    // Logged as a warning: the operator must see it, but it is the database's state, not a bug.
+    log.warn({ err: error }, 'storage unavailable')
+    return {
+      body: errorBody('service_unavailable', error.message),
+      headers: { 'retry-after': String(error.retryAfterSeconds) },
+    }
+  }
   if (error.validation && error.validation.length > 0) {
     const issue = error.validation[0] as ValidationIssue
     const context = error.validationContext ?? 'body'

@@ -1,9 +1,9 @@
 // The PostgreSQL adapter: several service processes share one database through it.
 import { Kysely, Migrator, PostgresDialect, sql } from 'kysely'
 import pg from 'pg'
-import { ApiError } from '../../errors.js'
 import { type ApiKeyRow, toApiKey } from '../api-key-row.js'
 import { AsyncWriteBatcher } from '../async-write-batcher.js'
+import { StorageUnavailableError } from '../errors.js'
 import type {
   ApiKeyRecord,
   IdempotencyClaim,
@@ -83,8 +83,8 @@ function isUnavailable(err: unknown): boolean {
 
 function unavailableOr(err: unknown): unknown {
   if (!isUnavailable(err)) return err
-  return new ApiError('service_unavailable', 'the database is not reachable; retry later', {
-    'retry-after': '1',
+  return new StorageUnavailableError('the database is not reachable; retry later', 1, {
+    cause: err,
   })
 }
 
