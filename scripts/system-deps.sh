@@ -1,7 +1,8 @@
 #!/bin/sh
 # Debian packages that the test suite drives for real: Chromium (the /docs page test), nginx and
 # systemd's systemd-analyze (the deployment test; no systemd needs to run) and openssl (test
-# certificates); wrk is the load generator of `npm run bench`, valgrind the counter of
+# certificates), e2fsprogs's mkfs.ext4 (the storage fault test's file system that turns
+# read-only); wrk is the load generator of `npm run bench`, valgrind the counter of
 # `npm run bench:instructions`. Installs only what is missing; needs root.
 set -eu
 missing=""
@@ -11,6 +12,7 @@ command -v openssl >/dev/null 2>&1 || missing="$missing openssl"
 command -v systemd-analyze >/dev/null 2>&1 || missing="$missing systemd"
 command -v wrk >/dev/null 2>&1 || missing="$missing wrk"
 command -v valgrind >/dev/null 2>&1 || missing="$missing valgrind"
+command -v mkfs.ext4 >/dev/null 2>&1 || [ -x /sbin/mkfs.ext4 ] || missing="$missing e2fsprogs"
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
   echo "system-deps: missing:$missing; install them with apt-get as root" >&2

@@ -1,6 +1,7 @@
 // Builds the HTTP application from its dependencies; listening is left to the caller, so tests
 // build a fresh app per test and drive it in-process.
-import type { Server } from 'node:http'
+import type { IncomingMessage, Server } from 'node:http'
+import type { Socket } from 'node:net'
 import { Readable } from 'node:stream'
 import Fastify, {
   type FastifyInstance,
@@ -15,6 +16,7 @@ import type { Config } from './config.js'
 import { ApiError, errorBody } from './errors.js'
 import { registerCors } from './http/cors.js'
 import { docsPage } from './http/docs-page.js'
+import { edgeViolation, unsupportedContentEncoding } from './http/edge.js'
 import { handleClientError, registerErrorHandling } from './http/error-handling.js'
 import { healthRoutes } from './http/health.js'
 import { isAcceptedJsonCharset, parseJsonBody } from './http/json-body.js'
@@ -54,6 +56,21 @@ export interface AppDependencies {
 }
 
 export const BODY_LIMIT_BYTES = 64 * 1024
+/**
+ * Node's HTTP server options. Node cuts a request only with headersTimeout at most its
+ * requestTimeout, and looks for one past its time every connectionsCheckingInterval (by default
+ * 30 s, up to twice the timeout). Its own 400 for a missing Host has an empty body: the edge
+ * check answers that instead.
+ */
+function nodeServerOptions(requestTimeoutMs: number) {
+  return {
+    requestTimeout: requestTimeoutMs,
+    headersTimeout: requestTimeoutMs,
+    connectionsCheckingInterval: Math.min(1000, Math.ceil(requestTimeoutMs / 20)),
+    requireHostHeader: false,
+  }
+}
+
 const IDEMPOTENCY_PURGE_INTERVAL_MS = 60 * 60 * 1000
 
 export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
@@ -63,6 +80,10 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     throw new Error('rateLimitStore is redis but no Redis client was given to buildApp')
   }
   const transport = transportHeaders(deps.tls, config.hstsMaxAgeSeconds)
+  // Requests answered while their body was still arriving (a 413, a 401): a timeout of that body
+  // ends the connection without a second answer.
+  const answeredEarly = new WeakMap<Socket, IncomingMessage>()
+  const isAnsweredEarly = (socket: Socket) => answeredEarly.get(socket)?.complete === false
   const app = Fastify({
     logger: deps.logger ?? false,
     logController: new RequestLogController(),
@@ -70,12 +91,14 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     bodyLimit: BODY_LIMIT_BYTES,
     trustProxy: config.trustProxy,
     routerOptions: { maxParamLength: 1000 },
-    requestTimeout: 30_000,
+    requestTimeout: config.requestTimeoutMs,
+    http: nodeServerOptions(config.requestTimeoutMs),
     forceCloseConnections: 'idle',
     // Fastify's own 503 while closing has a body outside the Error schema; requests that still
     // arrive on open connections are served instead (storage closes only after they finish).
     return503OnClosing: false,
-    clientErrorHandler: (error, socket) => handleClientError(error, socket, transport),
+    clientErrorHandler: (error, socket) =>
+      handleClientError(error, socket, transport, isAnsweredEarly),
     frameworkErrors: (_error, request, rawReply) => {
       const reply = rawReply as FastifyReply
       reply
@@ -84,7 +107,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
         // The framework's message repeats the whole URL, at any length: say what is wrong instead.
         .send(errorBody('invalid_request', 'the request URL is malformed'))
     },
-    ...tlsServerOptions(deps.tls),
+    ...tlsServerOptions(deps.tls, nodeServerOptions(config.requestTimeoutMs)),
   })
   if (deps.tls?.http2) closeHttp2SessionsOnClose(app)
 
@@ -104,15 +127,14 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     }
   })
 
-  registerErrorHandling(app)
-
   const isDraining = deps.isDraining ?? (() => false)
+  registerErrorHandling(app, { isDraining })
+
   const deprecation = deprecationHeaders(config.deprecatedAt)
   app.decorateRequest('dataVersion', undefined)
   app.addHook('onRequest', async (request, reply) => {
     // Read once per request, first: every cache the request consults is checked against the
     // same moment.
-    request.dataVersion = readDataVersion(store)
     reply.header('x-request-id', request.id)
     reply.header('cache-control', 'no-store')
     reply.headers(transport)
@@ -120,6 +142,11 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     // clients reconnect to another instance instead of racing the listener's close.
     if (isDraining()) closeConnectionAfterResponse(request, reply)
     if (request.routeOptions.config.deprecated) reply.headers(deprecation)
+    const violation = edgeViolation(request.raw)
+    if (violation !== null) throw violation
+    // Read once per request, before any cache is consulted: every cache the request consults is
+    // checked against the same moment.
+    request.dataVersion = readDataVersion(store)
   })
 
   // Labels come from the route's operation name, never the URL, so their number stays small.
@@ -129,10 +156,11 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     const operation = request.routeOptions.config.operation ?? 'unknown'
     const labels = { operation, method: request.method, status: reply.statusCode }
     metrics.requestCompleted(labels, reply.elapsedTime / 1000)
+    if (!request.raw.complete) answeredEarly.set(request.raw.socket, request.raw)
   })
 
   await registerCors(app, config.corsOrigins)
-  const admit = await registerAuth(app, {
+  const hotAuth = await registerAuth(app, {
     verifier: new ApiKeyVerifier(store, clock, config.apiKeys),
     rateLimit: { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs },
     authFailureLimit: { max: config.authFailureLimitMax, windowMs: config.authFailureWindowMs },
@@ -148,20 +176,24 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   metrics.watchDeprecatedCalls(() => deprecatedCalls.counts())
   const fallbackOrigin = new URL(config.productionUrl).origin
   // HTTP/2 requests take other objects; counters in Redis cannot answer synchronously.
-  const hotAdmit = config.hotPath && canServeHotPath(store) && !deps.tls?.http2 ? admit : null
-  if (hotAdmit !== null) {
+  const hot = config.hotPath && canServeHotPath(store) && !deps.tls?.http2 ? hotAuth : null
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    // After authentication, before a byte of the body is read.
+    const refused = unsupportedContentEncoding(request.raw)
+    if (refused !== null) {
+      done(refused)
+      return
+    }
     // A create the hot path read and then left to the routes comes with its body already taken
     // from the socket: Fastify's parser gets the bytes the hot path kept.
-    app.addHook('preParsing', (request, _reply, payload, done) => {
-      const body = replayedBody(request.raw)
-      done(null, body === undefined ? payload : Readable.from([body]))
-    })
-  }
+    const body = hot === null ? undefined : replayedBody(request.raw)
+    done(null, body === undefined ? payload : Readable.from([body]))
+  })
   await app.register(healthRoutes, { store, isDraining })
   await app.register(petRoutes, { service, clock, deprecatedCalls, fallbackOrigin, pages })
-  if (hotAdmit !== null) {
-    const hot = createHotPath({
-      admit: hotAdmit,
+  if (hot !== null) {
+    const hotPath = createHotPath({
+      auth: hot,
       compileValidator,
       store,
       pages,
@@ -178,7 +210,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       trustProxy: config.trustProxy,
       fallbackOrigin,
     })
-    serveHotPathFirst(app.server as Server, hot)
+    serveHotPathFirst(app.server as Server, hotPath)
   }
 
   const purge = () =>

@@ -1,6 +1,7 @@
 // The only module that reads process.env: every setting is parsed and checked here, once, at start.
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
+import { DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY } from './storage/idempotency-cap.js'
 
 export interface Config {
   port: number
@@ -13,6 +14,8 @@ export interface Config {
   rateLimitStore: 'memory' | 'redis'
   redisUrl: string
   apiKeys: string[]
+  /** Where a bootstrap key is written when stdout is not a terminal; null: the default place. */
+  bootstrapKeyFile: string | null
   /** Fixed start instant of the clock (testing aid); null means the system clock. */
   now: Date | null
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
@@ -25,9 +28,13 @@ export interface Config {
   rateLimitWindowMs: number
   authFailureLimitMax: number
   authFailureWindowMs: number
+  /** Idempotency records kept per API key; past it the oldest completed ones go. */
+  idempotencyKeysPerApiKey: number
   trustProxy: boolean
   /** Answer plain list and get requests ahead of Fastify (src/pets/hot-path.ts). */
   hotPath: boolean
+  /** A request's headers and body must arrive within this, or it is answered 408. */
+  requestTimeoutMs: number
   shutdownTimeoutMs: number
   drainDelayMs: number
   /** Paths of a PEM certificate and key; with both, the API speaks HTTPS. */
@@ -250,6 +257,15 @@ export const settings = [
     parse: apiKeyList,
   },
   {
+    key: 'bootstrapKeyFile',
+    env: 'PETSTORE_BOOTSTRAP_KEY_FILE',
+    default: '',
+    accepts: 'a file path; the file must not exist yet',
+    description:
+      'Where the first start writes the bootstrap key when stdout is not a terminal (mode 0600); unset: `bootstrap-key` beside the SQLite file, or in the working directory on PostgreSQL.',
+    parse: path,
+  },
+  {
     key: 'now',
     env: 'PETSTORE_NOW',
     default: '',
@@ -332,6 +348,15 @@ export const settings = [
     parse: duration,
   },
   {
+    key: 'idempotencyKeysPerApiKey',
+    env: 'PETSTORE_IDEMPOTENCY_KEYS_PER_API_KEY',
+    default: String(DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY),
+    accepts: 'an integer from 1 to 100000000',
+    description:
+      'Idempotency records kept per API key: past it, its oldest completed ones are dropped before their 24 hours (docs/api-behaviour.md).',
+    parse: integer(1, 100_000_000),
+  },
+  {
     key: 'trustProxy',
     env: 'PETSTORE_TRUST_PROXY',
     default: 'false',
@@ -348,6 +373,19 @@ export const settings = [
     description:
       'Answer plain `200` list and get requests ahead of the framework (same answers, less CPU); `false` sends every request through Fastify.',
     parse: boolean,
+  },
+  {
+    key: 'requestTimeoutMs',
+    env: 'PETSTORE_REQUEST_TIMEOUT',
+    default: '30s',
+    accepts: 'a duration from `1s` to `10m`',
+    description:
+      'Longest time a request (headers and body) may take to arrive; past it the answer is `408` and the connection closes.',
+    parse: (raw) => {
+      const ms = duration(raw)
+      if (ms < 1000 || ms > 600_000) throw new Error()
+      return ms
+    },
   },
   {
     key: 'shutdownTimeoutMs',
@@ -434,7 +472,12 @@ export const settings = [
   },
 ] as const satisfies readonly Setting<keyof Config>[]
 
-const nullableWhenEmpty = new Set<keyof Config>(['now', 'tlsCertPath', 'tlsKeyPath'])
+const nullableWhenEmpty = new Set<keyof Config>([
+  'now',
+  'tlsCertPath',
+  'tlsKeyPath',
+  'bootstrapKeyFile',
+])
 const emptyListWhenEmpty = new Set<keyof Config>(['apiKeys', 'corsOrigins'])
 
 /** Parses `KEY=value` lines of a .env file; the real environment wins over it. */

@@ -1,9 +1,11 @@
 // Runs the service: config → storage → app → listen; SIGTERM and SIGINT drain and exit 0.
+import { open, rm } from 'node:fs/promises'
+import { dirname, join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 import type { Redis } from 'ioredis'
 import { buildApp } from './app.js'
-import { createApiKey } from './auth/api-keys.js'
+import { createApiKey, generateApiKey } from './auth/api-keys.js'
 import { type Clock, clockStartingAt, systemClock } from './clock.js'
 import type { Config } from './config.js'
 import { loadTls } from './http/tls.js'
@@ -82,7 +84,52 @@ export function clockFor(config: Config): Clock {
   return config.now ? clockStartingAt(config.now) : systemClock
 }
 
-/** First start with no key at all: make one, show it once, keep only its hash. */
+/** Where the bootstrap key is written when there is no terminal to show it on. */
+export function bootstrapKeyPath(config: Pick<Config, 'bootstrapKeyFile' | 'databaseUrl'>): string {
+  if (config.bootstrapKeyFile !== null) return resolve(config.bootstrapKeyFile)
+  const sqlitePath = config.databaseUrl.startsWith('sqlite:')
+    ? config.databaseUrl.slice('sqlite:'.length)
+    : ':memory:'
+  return sqlitePath === ':memory:'
+    ? resolve('bootstrap-key')
+    : join(dirname(resolve(sqlitePath)), 'bootstrap-key')
+}
+
+/**
+ * Writes `text` to a new file only this user can read, durably. An existing file, or a link in
+ * its place, is never followed or overwritten.
+ */
+async function writeSecretFile(path: string, text: string): Promise<void> {
+  let file: Awaited<ReturnType<typeof open>>
+  try {
+    file = await open(path, 'wx', 0o600)
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'EEXIST') {
+      throw new Error(
+        `${path} already exists: a bootstrap key is only written to a new file; remove it (its key belongs to an earlier database) or set PETSTORE_BOOTSTRAP_KEY_FILE`,
+      )
+    }
+    throw new Error(
+      `cannot write the bootstrap key to ${path} (${code ?? (err as Error).message}); set PETSTORE_BOOTSTRAP_KEY_FILE, or create a key first with \`petstore keys create\``,
+    )
+  }
+  try {
+    await file.writeFile(text)
+    await file.sync()
+  } catch (err) {
+    await file.close()
+    await rm(path, { force: true })
+    throw err
+  }
+  await file.close()
+}
+
+/**
+ * First start with no key at all: make one, show it once, keep only its hash. On a terminal it is
+ * printed. Otherwise stdout is a log that others collect and keep, so the key goes to a new file
+ * that only the service's user can read, and only the file's path is printed.
+ */
 export async function ensureBootstrapKey(
   config: Config,
   store: Store,
@@ -90,6 +137,22 @@ export async function ensureBootstrapKey(
   out: NodeJS.WritableStream,
 ) {
   if (config.apiKeys.length > 0 || (await store.countApiKeys()) > 0) return
+  if ((out as Partial<NodeJS.WriteStream>).isTTY !== true) {
+    const { key, record } = generateApiKey('bootstrap', clock.now(), null)
+    const path = bootstrapKeyPath(config)
+    // The file first: a key stored but never written would be lost, and no other made.
+    await writeSecretFile(path, `${key}\n`)
+    try {
+      await store.insertApiKey(record)
+    } catch (err) {
+      await rm(path, { force: true })
+      throw err
+    }
+    out.write(
+      `petstore: no API key existed, so one was created (id ${record.id}); the bootstrap API key was written to ${path}, readable only by this user\n`,
+    )
+    return
+  }
   const { key, record } = await createApiKey(store, clock, 'bootstrap')
   out.write(
     [

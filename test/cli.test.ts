@@ -2,12 +2,12 @@
 // with servers started the same way on the same database file.
 import assert from 'node:assert/strict'
 import { type ChildProcess, spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { baseEnv } from './support/process.js'
+import { baseEnv, bootstrapKey } from './support/process.js'
 
 const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url))
 const KEY_PATTERN = /^pet_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$/
@@ -414,34 +414,32 @@ describe('petstore usage', { concurrency: true }, () => {
 })
 
 describe('petstore serve and migrate', { concurrency: true }, () => {
-  test('first start with no key prints a bootstrap key once; a second start prints none', async (t) => {
+  test('first start with no key, output not a terminal: the key goes to a 0600 file, only its path to stdout', async (t) => {
     const w = workspace(t)
     const first = await w.serve({ PETSTORE_LOG_LEVEL: 'info' })
-    const keys = first.stdout().match(ANY_KEY) ?? []
-    assert.equal(keys.length, 1, first.stdout())
-    const key = keys[0]!
+    const path = join(w.dir, 'bootstrap-key')
+    const key = bootstrapKey(w.dir)
     const id = KEY_PATTERN.exec(key)![1]!
-    assert.ok(
-      first
-        .stdout()
-        .includes(
-          ' No API key existed, so one was created. It is shown only now:\n\n' +
-            `   ${key}\n\n` +
-            ` Key id: ${id}. Manage keys with \`petstore keys\`.\n`,
-        ),
-      first.stdout(),
-    )
+    assert.equal(statSync(path).mode & 0o777, 0o600)
+    assert.equal(readFileSync(path, 'utf8'), `${key}\n`)
+    assert.deepEqual(first.stdout().match(/^petstore: no API key existed.*$/gm), [
+      `petstore: no API key existed, so one was created (id ${id}); the bootstrap API key was written to ${path}, readable only by this user`,
+    ])
     await assertAccepted(first.origin, key)
     assert.deepEqual(await first.stop(), { code: 0, signal: null })
-    // Using the key logged the request, but not the key.
-    assert.equal(first.stdout().split(key).length, 2, 'the key is printed exactly once')
+    // Neither the start nor the request that used the key wrote it anywhere but the file.
+    for (const text of [first.stdout(), first.stderr()]) {
+      assert.deepEqual(text.match(ANY_KEY), null, text)
+      assert.equal(text.includes(key.slice('pet_0123456789ab_'.length)), false)
+    }
     assert.equal(first.stderr(), '')
 
     const second = await w.serve({ PETSTORE_LOG_LEVEL: 'info' })
     await assertAccepted(second.origin, key)
     assert.deepEqual(await second.stop(), { code: 0, signal: null })
     assert.deepEqual(second.stdout().match(ANY_KEY), null)
-    assert.equal(second.stdout().includes('No API key existed'), false)
+    assert.equal(second.stdout().includes('no API key existed'), false)
+    assert.equal(readFileSync(path, 'utf8'), `${key}\n`)
 
     const list = await w.run(['keys', 'list', '--json'])
     const rows = JSON.parse(list.stdout) as { id: string; name: string; state: string }[]
@@ -457,6 +455,22 @@ describe('petstore serve and migrate', { concurrency: true }, () => {
     const server = await w.serve({ PETSTORE_API_KEYS: configured })
     await assertAccepted(server.origin, configured)
     assert.deepEqual(server.stdout().match(ANY_KEY), null)
+    const list = await w.run(['keys', 'list', '--json'])
+    assert.deepEqual(list, { code: 0, signal: null, stdout: '[]\n', stderr: '' })
+  })
+
+  test('a bootstrap-key file left from an earlier database stops the first start, storing nothing', async (t) => {
+    const w = workspace(t)
+    const path = join(w.dir, 'bootstrap-key')
+    writeFileSync(path, 'pet_000000000000_earlier\n')
+    const res = await w.run(['serve'], { PORT: '0', HOST: '127.0.0.1' })
+    assert.deepEqual(res, {
+      code: 1,
+      signal: null,
+      stdout: '',
+      stderr: `petstore: ${path} already exists: a bootstrap key is only written to a new file; remove it (its key belongs to an earlier database) or set PETSTORE_BOOTSTRAP_KEY_FILE\n`,
+    })
+    assert.equal(readFileSync(path, 'utf8'), 'pet_000000000000_earlier\n')
     const list = await w.run(['keys', 'list', '--json'])
     assert.deepEqual(list, { code: 0, signal: null, stdout: '[]\n', stderr: '' })
   })

@@ -337,9 +337,10 @@ async function assertReadyAndServing(port: number): Promise<void> {
 test("every way of starting the service gives node the bin's flags", () => {
   assert.deepEqual(NODE_FLAGS, ['--no-memory-reducer', '--max-semi-space-size=8'])
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
+  // `exec`: npm signals the shell it starts, so node must be that process (test/supervisor.test.ts).
   assert.equal(
     pkg.scripts.start,
-    `node --enable-source-maps ${NODE_FLAGS.join(' ')} dist/main.js serve`,
+    `exec node --enable-source-maps ${NODE_FLAGS.join(' ')} dist/main.js serve`,
   )
   assert.deepEqual(BENCH_NODE_FLAGS, NODE_FLAGS)
   for (const file of ['petstore.service', 'petstore@.service']) {

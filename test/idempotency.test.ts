@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { createApiKey } from '../src/auth/api-keys.js'
+import { PetService } from '../src/pets/service.js'
 import type { Pet, Store } from '../src/storage/store.js'
 import { json, type TestApp, testApp } from './support/app.js'
 
@@ -245,6 +246,81 @@ describe('Idempotency-Key', () => {
     assert.equal(ok.statusCode, 201)
     assert.equal((await post(app, REX, longest)).headers['idempotent-replayed'], 'true')
     assert.equal((await allPets(app)).length, 1)
+  })
+
+  test('past the cap per API key the oldest completed key is forgotten, never one in flight', async (t) => {
+    const entered = deferred()
+    const release = deferred()
+    const app = await testApp(t, {
+      config: { idempotencyKeysPerApiKey: 3 },
+      wrapStore: (store) =>
+        withCreatePet(store, async (real, pet, completes) => {
+          if (completes?.key === 'slow') {
+            entered.resolve()
+            await release.promise
+          }
+          return real.createPet(pet, completes)
+        }),
+    })
+    const other = await createApiKey(app.store, app.clock, 'second-client')
+    const body = (name: string) => `{"name":"${name}","categoryId":1}`
+    const theirs = await post(app, body('theirs'), 'one', other.key)
+    assert.equal(theirs.statusCode, 201)
+
+    const slow = post(app, body('slow'), 'slow')
+    await entered.promise
+    const created = new Map<string, string>()
+    for (const key of ['one', 'two', 'three']) {
+      app.clock.advance(1000)
+      const res = await post(app, body(key), key)
+      assert.equal(res.statusCode, 201)
+      created.set(key, res.body)
+    }
+    // Four records: the oldest completed one (`one`) went; the one in flight stays.
+    const inFlight = await post(app, body('slow'), 'slow')
+    assert.equal(inFlight.statusCode, 409)
+    release.resolve()
+    const first = await slow
+    assert.equal(first.statusCode, 201)
+    for (const key of ['two', 'three']) {
+      const retry = await post(app, body(key), key)
+      assert.equal(retry.headers['idempotent-replayed'], 'true', key)
+      assert.equal(retry.body, created.get(key))
+    }
+    const slowRetry = await post(app, body('slow'), 'slow')
+    assert.equal(slowRetry.headers['idempotent-replayed'], 'true')
+    assert.equal(slowRetry.body, first.body)
+    // A retry of the forgotten key is a new create.
+    const late = await post(app, body('one'), 'one')
+    assert.equal(late.statusCode, 201)
+    assert.equal(late.headers['idempotent-replayed'], undefined)
+    assert.notEqual(late.body, created.get('one'))
+    assert.equal((await allPets(app)).length, 6)
+    // Another API key's records are its own.
+    const theirsRetry = await post(app, body('theirs'), 'one', other.key)
+    assert.equal(theirsRetry.headers['idempotent-replayed'], 'true')
+    assert.equal(theirsRetry.body, theirs.body)
+  })
+
+  test('the hourly purge deletes records past their 24 hours and keeps younger ones', async (t) => {
+    const app = await testApp(t)
+    const service = new PetService(app.store, app.clock)
+    const old = await post(app, REX, 'old')
+    assert.equal(old.statusCode, 201)
+    app.clock.advance(23 * HOUR_MS)
+    const young = await post(app, REX, 'young')
+    assert.equal(young.statusCode, 201)
+    assert.equal(await service.purgeExpiredIdempotencyKeys(), 0)
+
+    app.clock.advance(HOUR_MS + 1000)
+    assert.equal(await service.purgeExpiredIdempotencyKeys(), 1)
+    assert.equal(await service.purgeExpiredIdempotencyKeys(), 0)
+    const replay = await post(app, REX, 'young')
+    assert.equal(replay.headers['idempotent-replayed'], 'true')
+    assert.equal(replay.body, young.body)
+
+    app.clock.advance(24 * HOUR_MS)
+    assert.equal(await service.purgeExpiredIdempotencyKeys(), 1)
   })
 
   test('a request with an invalid body leaves no record behind for its key', async (t) => {

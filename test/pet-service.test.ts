@@ -6,7 +6,8 @@ import { test } from 'node:test'
 import { systemClock } from '../src/clock.js'
 import { ApiError } from '../src/errors.js'
 import { PetService } from '../src/pets/service.js'
-import type { NewPet, Pet } from '../src/storage/store.js'
+import { StorageUnavailableError } from '../src/storage/errors.js'
+import type { IdempotencyRef, NewPet, Pet, Store } from '../src/storage/store.js'
 import { testStore } from './support/app.js'
 
 /** createThen as a promise of which callback it called, and with what. */
@@ -48,4 +49,35 @@ test('createThen refuses a name with U+0000 through `failed`, as create does, an
     message: failed.message,
   })
   assert.equal(await store.getPet(1n), null)
+})
+
+test('a claim whose release failed with its create is released before the key is claimed again', async (t) => {
+  const store = await testStore(t)
+  const fault = () => new StorageUnavailableError('the database disk is full; retry later')
+  let failing = true
+  // The fault fails the create and then the release of its claim, as a full disk does.
+  const faulty: Store = Object.create(store, {
+    createPet: {
+      value: (...args: Parameters<Store['createPet']>) =>
+        failing ? Promise.reject(fault()) : store.createPet(...args),
+    },
+    releaseIdempotencyKey: {
+      value: (ref: IdempotencyRef) =>
+        failing ? Promise.reject(fault()) : store.releaseIdempotencyKey(ref),
+    },
+  })
+  const service = new PetService(faulty, systemClock)
+  const rex = { name: 'Rex', categoryId: 1n }
+  await assert.rejects(service.create(rex, 'key-1', 'retry-me'), StorageUnavailableError)
+  // Still failing: the retry reports the fault, not 409 for a claim nobody holds.
+  await assert.rejects(service.create(rex, 'key-1', 'retry-me'), StorageUnavailableError)
+  failing = false
+  assert.deepEqual(await service.create(rex, 'key-1', 'retry-me'), {
+    pet: { id: 1n, ...rex },
+    replayed: false,
+  })
+  assert.deepEqual(await service.create(rex, 'key-1', 'retry-me'), {
+    pet: { id: 1n, ...rex },
+    replayed: true,
+  })
 })

@@ -9,6 +9,8 @@ import { configWith } from '../src/config.js'
 import {
   type CompletedRequest,
   durationText,
+  LOGGED_URL_MAX,
+  RequestLogController,
   requestLine,
   requestLineWriter,
 } from '../src/http/request-log.js'
@@ -134,5 +136,50 @@ describe('the hot path request line', () => {
       values.push(Math.random() * 10 ** Math.floor(Math.random() * 8))
     values.push(2 ** 29, 2 ** 30, 1e12 + 0.5, Number.NaN)
     for (const ms of values) assert.equal(durationText(ms), asNumber(ms), String(ms))
+  })
+})
+
+describe('the url of a request line', () => {
+  const longUrl = `/${'A'.repeat(15_000)}?q=${'é'.repeat(100)}`
+  const cut = `${longUrl.slice(0, LOGGED_URL_MAX)}…(${longUrl.length} characters)`
+
+  test('a 15 KB URL is cut to its start and its length, the same bytes on both paths', () => {
+    const fast: string[] = []
+    const slow: string[] = []
+    const write = requestLineWriter(appLogger(fast))
+    const slowLogger = appLogger(slow)
+    const r: CompletedRequest = { ...requests[0]!, url: longUrl }
+    write(r)
+    slowLogger.info(requestLine(r), 'request completed')
+    assert.deepEqual(timeless(fast), timeless(slow))
+    assert.ok(fast[0]!.length < 1024, `${fast[0]!.length} bytes`)
+    assert.equal(JSON.parse(fast[0]!).url, cut)
+    // A URL of the limit's length is kept whole, and so is a pair of surrogates at the cut.
+    const whole = `/${'b'.repeat(LOGGED_URL_MAX - 1)}`
+    assert.equal(requestLine({ ...r, url: whole }).url, whole)
+    const pair = `${'c'.repeat(LOGGED_URL_MAX - 1)}🐈${'d'.repeat(10)}`
+    assert.equal(
+      requestLine({ ...r, url: pair }).url,
+      `${'c'.repeat(LOGGED_URL_MAX - 1)}…(${pair.length} characters)`,
+    )
+  })
+
+  test('through Fastify too: a 15 KB URL makes a line under 1 KB', async () => {
+    const lines: string[] = []
+    const options = loggerOptions(configWith({ logLevel: 'info', logFormat: 'json' }), {
+      isTTY: false,
+    })
+    const app = Fastify({
+      logger: { ...options, stream: { write: (line: string) => lines.push(line) } },
+      logController: new RequestLogController(),
+    })
+    app.get('/*', async () => 'ok')
+    const res = await app.inject({ method: 'GET', url: `/${'A'.repeat(15_000)}` })
+    assert.equal(res.statusCode, 200)
+    await app.close()
+    assert.equal(lines.length, 1, lines.join(''))
+    assert.ok(lines[0]!.length < 1024, `${lines[0]!.length} bytes`)
+    assert.equal(JSON.parse(lines[0]!).msg, 'request completed')
+    assert.equal(JSON.parse(lines[0]!).url, `/${'A'.repeat(LOGGED_URL_MAX - 1)}…(15001 characters)`)
   })
 })

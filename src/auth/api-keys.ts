@@ -21,6 +21,9 @@ export interface CreatedKey {
 
 const sha256 = (s: string): Buffer => createHash('sha256').update(s).digest()
 
+/** Compared against when a key id is unknown; no secret hashes to it that anyone knows. */
+const UNKNOWN_KEY_HASH = sha256(randomBytes(32).toString('base64url'))
+
 export function generateApiKey(name: string, now: Date, expiresAt: Date | null): CreatedKey {
   const id = randomBytes(6).toString('hex')
   const secret = randomBytes(32).toString('base64url')
@@ -82,7 +85,10 @@ export class ApiKeyVerifier {
     const m = KEY_PATTERN.exec(presented)
     if (m) {
       const record = await this.store.findApiKey(m[1]!)
-      if (record && timingSafeEqual(record.secretHash, sha256(m[2]!)) && this.isActive(record)) {
+      // An unknown id costs the same hash and comparison as a wrong secret: the answer's timing
+      // does not tell which key ids exist.
+      const stored = record?.secretHash ?? UNKNOWN_KEY_HASH
+      if (timingSafeEqual(stored, sha256(m[2]!)) && record && this.isActive(record)) {
         return this.matched(presented, version, record)
       }
     }
@@ -119,6 +125,11 @@ export class ApiKeyVerifier {
     const record = this.store.findApiKeyNow(known.record.id)
     if (record === null || !record.secretHash.equals(known.record.secretHash)) return undefined
     return this.isActive(record) ? this.matched(presented, version, record) : undefined
+  }
+
+  /** Whether the presented text matched a key before (it may have been revoked since). */
+  knows(presented: string): boolean {
+    return this.remembered.has(presented)
   }
 
   /** The identity of a stored key that matched, remembered at `version` when there is one. */

@@ -3,6 +3,7 @@ import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Redis } from 'ioredis'
 import { ApiError } from '../errors.js'
+import { isApiTarget } from '../http/request-target.js'
 import type { ApiKeyVerifier, AuthenticatedKey } from './api-keys.js'
 import {
   type Limit,
@@ -32,11 +33,24 @@ export const REDIS_NAMESPACE = 'petstore-rl:'
 const CHALLENGE = 'Bearer realm="petstore"'
 const INVALID_TOKEN_CHALLENGE = 'Bearer realm="petstore", error="invalid_token"'
 
-/** Routes outside /v1 answer without a key unless they say otherwise; routes inside need one. */
-function requiresAuth(request: FastifyRequest): boolean {
-  if (request.routeOptions.config.public === true) return false
-  const path = request.url.split('?', 1)[0]!
-  return path === '/v1' || path.startsWith('/v1/')
+/**
+ * Default deny: a route answers without a key only when it declares itself public, whatever the
+ * spelling of the target that reached it. A request no route matched is judged on its target read
+ * as loosely as any router could read it, so that it gets 401 rather than a 404 that confirms
+ * which API paths exist.
+ */
+export function requiresKey(request: FastifyRequest): boolean {
+  return request.is404 ? isApiTarget(request.url) : request.routeOptions.config.public !== true
+}
+
+/**
+ * The key that authenticated the request. Handlers take their key from here: a route that needs
+ * one cannot run without it, whatever hook order or registration mistake would let it.
+ */
+export function authenticatedKey(request: FastifyRequest): AuthenticatedKey {
+  const key = request.apiKey
+  if (key === null) throw new Error('a handler that needs an API key ran without one')
+  return key
 }
 
 /** Printable ASCII without spaces: what a token may be. */
@@ -103,22 +117,32 @@ export type Admit = (
   version: number | undefined,
 ) => Admitted | null
 
+/** What the hot path needs of authentication, when the counters live in this process. */
+export interface HotAuth {
+  admit: Admit
+  /** Whether the key matched before, counting nothing: a create's body is read only then. */
+  recognises(authorization: string | undefined): boolean
+}
+
 const perKeyCounterName = (keyId: string | undefined) => `default:${keyId}`
 /** Counter names remembered at most, as many as the verifier remembers keys. */
 const MAX_COUNTER_NAMES = 10_000
 
 /**
- * Registers the authentication hook; returns the hot path's `admit` when the counters live in
- * this process (with Redis every count is a round trip, so there is no synchronous answer).
+ * Registers the authentication hooks; returns the hot path's part when the counters live in this
+ * process (with Redis every count is a round trip, so there is no synchronous answer).
  */
-export async function registerAuth(app: FastifyInstance, opts: AuthOptions): Promise<Admit | null> {
+export async function registerAuth(
+  app: FastifyInstance,
+  opts: AuthOptions,
+): Promise<HotAuth | null> {
   // Counters are named by policy and key id (or client address), never by the key itself, and
   // applied from our own hook so that authentication always comes first.
   const perKeyName = (req: FastifyRequest) => perKeyCounterName(req.apiKey?.id)
   const perAddressName = (req: FastifyRequest) => `auth-failures:${req.ip}`
   let perKey: RateCounter
   let perAddress: RateCounter
-  let admit: Admit | null = null
+  let hot: HotAuth | null = null
   if (opts.redis) {
     await app.register(rateLimit, { global: false, redis: opts.redis, nameSpace: REDIS_NAMESPACE })
     perKey = pluginCounter(app, opts.rateLimit, perKeyName)
@@ -131,7 +155,7 @@ export async function registerAuth(app: FastifyInstance, opts: AuthOptions): Pro
     // Each key's counter name, made once: a name built per request is a new string, hashed again
     // at each lookup.
     const counterNames = new Map<string, string>()
-    admit = (authorization, version) => {
+    const admit: Admit = (authorization, version) => {
       const token = bearerToken(authorization)
       const key = token ? opts.verifier.recall(token, version) : undefined
       if (key === undefined) return null
@@ -144,6 +168,13 @@ export async function registerAuth(app: FastifyInstance, opts: AuthOptions): Pro
       const state = perKeyWindows.takeIfRoom(name)
       if (state === null) return null
       return { key, rateLimitPolicy: policy, rateLimit: rateLimitField('default', state) }
+    }
+    hot = {
+      admit,
+      recognises: (authorization) => {
+        const token = bearerToken(authorization)
+        return token ? opts.verifier.knows(token) : false
+      },
     }
   }
 
@@ -176,7 +207,7 @@ export async function registerAuth(app: FastifyInstance, opts: AuthOptions): Pro
 
   app.decorateRequest('apiKey', null)
   app.addHook('onRequest', async (request, reply) => {
-    if (!requiresAuth(request)) return
+    if (!requiresKey(request)) return
     const token = bearerToken(request.headers.authorization)
     const key = token ? await opts.verifier.verify(token, request.dataVersion) : null
     if (key === null) {
@@ -204,5 +235,10 @@ export async function registerAuth(app: FastifyInstance, opts: AuthOptions): Pro
       throw rateLimited(usage, 'rate limit of this API key exceeded')
     }
   })
-  return admit
+  // The last check before any handler: nothing that needs a key gets past it without one.
+  app.addHook('preHandler', (request, _reply, done) => {
+    if (requiresKey(request)) authenticatedKey(request)
+    done()
+  })
+  return hot
 }

@@ -77,9 +77,16 @@ async function serve(opts: { workers?: number }): Promise<void> {
   const workers = opts.workers ?? cfg.workers
   if (workers > 1) return runPrimary(cfg, workers, process.stdout)
   const server = await startServer(cfg, process.stdout)
-  const onSignal = (signal: NodeJS.Signals) => drainAndExit(server, cfg, signal)
-  process.once('SIGTERM', onSignal)
-  process.once('SIGINT', onSignal)
+  // A repeated signal must not end the drain: a terminal's Ctrl-C reaches npm and node alike, and
+  // `npm start` then forwards its own copy to node.
+  let draining = false
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (draining) return
+    draining = true
+    drainAndExit(server, cfg, signal)
+  }
+  process.on('SIGTERM', onSignal)
+  process.on('SIGINT', onSignal)
 }
 
 function buildProgram(): Command {

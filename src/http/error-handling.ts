@@ -4,6 +4,7 @@ import type { Socket } from 'node:net'
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply } from 'fastify'
 import { ApiError, codeForStatus, type ErrorBody, errorBody, errorStatus } from '../errors.js'
 import { StorageUnavailableError } from '../storage/errors.js'
+import { shownPath } from './request-target.js'
 
 interface ValidationIssue {
   keyword: string
@@ -104,47 +105,30 @@ export function toErrorBody(
   return { body: errorBody('internal_error', 'internal server error'), headers: {} }
 }
 
-/** Path patterns of the registered routes with their methods, for 405 and its Allow header. */
-class RouteMethods {
-  private readonly routes = new Map<string, { pattern: RegExp; methods: Set<string> }>()
+/**
+ * Methods the 405's Allow header may list. OPTIONS is not among them: its one route (CORS
+ * preflights, when on) matches every path.
+ */
+const METHODS = ['DELETE', 'GET', 'HEAD', 'PATCH', 'POST', 'PUT']
 
-  add(url: string, methods: string[]) {
-    let entry = this.routes.get(url)
-    if (!entry) {
-      const source = url
-        .split('/')
-        .map((seg) => (seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
-        .join('/')
-      entry = { pattern: new RegExp(`^${source}$`), methods: new Set() }
-      this.routes.set(url, entry)
-    }
-    for (const m of methods) entry.methods.add(m)
-  }
-
-  allowed(path: string): string[] {
-    const methods = new Set<string>()
-    for (const { pattern, methods: ms } of this.routes.values()) {
-      if (pattern.test(path)) for (const m of ms) methods.add(m)
-    }
-    return [...methods].sort()
-  }
+export interface ErrorHandlingOptions {
+  /** While draining, responses keep `Connection: close`: clients move to another instance. */
+  isDraining: () => boolean
 }
 
-export function registerErrorHandling(app: FastifyInstance): void {
-  const routeMethods = new RouteMethods()
-  app.addHook('onRoute', (route) => {
-    const methods = Array.isArray(route.method) ? route.method : [route.method]
-    routeMethods.add(route.url, methods)
-  })
-
+export function registerErrorHandling(app: FastifyInstance, opts: ErrorHandlingOptions): void {
   app.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
     const { body, headers } = toErrorBody(error, request.log)
+    // Fastify asks to close the connection after a body it could not take (too large, malformed);
+    // Node then reads and discards what is left of the body and keeps the connection. Closing with
+    // unread bytes would reset it, and a client still sending would never read this answer.
+    if (reply.hasHeader('connection') && !opts.isDraining()) reply.removeHeader('connection')
     send(reply, body, headers)
   })
 
   app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?', 1)[0]!
-    const allowed = routeMethods.allowed(path)
+    // The router itself says which methods it would take at this target, however it is spelled.
+    const allowed = METHODS.filter((method) => app.findRoute({ method, url: request.url }) !== null)
     if (allowed.length > 0) {
       send(
         reply,
@@ -156,46 +140,48 @@ export function registerErrorHandling(app: FastifyInstance): void {
       )
       return
     }
-    send(reply, errorBody('not_found', `no resource at ${path}`))
+    send(reply, errorBody('not_found', `no resource at ${shownPath(request.url)}`))
   })
 }
 
 const CLIENT_ERROR_STATUS: Record<string, number> = {
   HPE_HEADER_OVERFLOW: 431,
   HPE_URI_TOO_LONG: 414,
+  ERR_HTTP_REQUEST_TIMEOUT: 408,
+}
+
+const CLIENT_ERRORS: Record<number, { reason: string; message: string }> = {
+  400: { reason: 'Bad Request', message: 'malformed HTTP request' },
+  408: { reason: 'Request Timeout', message: 'the request did not arrive in full in time' },
+  414: { reason: 'URI Too Long', message: 'request URI is too long' },
+  431: { reason: 'Request Header Fields Too Large', message: 'request headers are too large' },
 }
 
 /**
  * Errors the HTTP parser raises before any routing (a malformed request line, headers over the
- * limit) still get an Error body, where the socket can still take one. `extraHeaders` are the
+ * limit, a request not in within the request timeout) still get an Error body, where the socket
+ * can still take one. A connection that never sent a byte is closed without one, and so is one
+ * whose request was already answered (its body was still arriving). `extraHeaders` are the
  * transport's own (HSTS over TLS).
  */
 export function handleClientError(
   error: Error & { code?: string },
   socket: Socket,
   extraHeaders: Record<string, string> = {},
+  answered: (socket: Socket) => boolean = () => false,
 ): void {
-  if (!socket.writable || error.code === 'ECONNRESET') {
+  if (
+    !socket.writable ||
+    error.code === 'ECONNRESET' ||
+    socket.bytesRead === 0 ||
+    answered(socket)
+  ) {
     socket.destroy()
     return
   }
   const status = CLIENT_ERROR_STATUS[error.code ?? ''] ?? 400
-  const body = JSON.stringify({
-    code: 'invalid_request',
-    message:
-      status === 431
-        ? 'request headers are too large'
-        : status === 414
-          ? 'request URI is too long'
-          : 'malformed HTTP request',
-    status,
-  })
-  const reason =
-    status === 431
-      ? 'Request Header Fields Too Large'
-      : status === 414
-        ? 'URI Too Long'
-        : 'Bad Request'
+  const { reason, message } = CLIENT_ERRORS[status]!
+  const body = JSON.stringify({ code: 'invalid_request', message, status })
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n` +

@@ -23,6 +23,29 @@ function rejectLoneSurrogates(key: string, value: unknown): unknown {
   return value
 }
 
+/** Deepest nesting of arrays and objects a body may have; a NewPet needs one level. */
+export const MAX_JSON_DEPTH = 32
+
+/**
+ * Whether the text nests arrays and objects deeper than `max`, in one pass, so that a parser
+ * that recurses never sees such a text (a body of 64 KiB can nest 32,768 levels).
+ */
+export function nestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 92 /* \\ */) i++
+      else if (c === 34 /* " */) inString = false
+    } else if (c === 34) inString = true
+    else if (c === 123 /* { */ || c === 91 /* [ */) {
+      if (++depth > max) return true
+    } else if (c === 125 /* } */ || c === 93 /* ] */) depth--
+  }
+  return false
+}
+
 export function parseJsonBody(body: Buffer): unknown {
   if (body.length === 0) throw new ApiError('invalid_request', 'request body is empty')
   let text: string
@@ -34,6 +57,12 @@ export function parseJsonBody(body: Buffer): unknown {
   // The usual body takes one pass (flat-json.ts); any other, lossless-json.
   const flat = parseFlatJsonObject(text)
   if (flat !== undefined) return flat
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
+    throw new ApiError(
+      'invalid_request',
+      `request body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels`,
+    )
+  }
   try {
     return parse(text, rejectLoneSurrogates, parseNumber)
   } catch (err) {

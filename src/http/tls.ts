@@ -49,9 +49,13 @@ export function loadTls(config: Config): TlsMaterial | undefined {
  * server; the app only uses what HTTP/1 and HTTP/2 compatibility requests share (headers, URL,
  * client address), so the instance keeps its HTTP/1 type and these options stay opaque.
  */
-export function tlsServerOptions(tls: TlsMaterial | undefined): object {
+export function tlsServerOptions(
+  tls: TlsMaterial | undefined,
+  /** Node's HTTP server options, which Fastify passes on only for plain HTTP. */
+  serverOptions: object,
+): object {
   if (!tls) return {}
-  const https = { cert: tls.cert, key: tls.key }
+  const https = { ...serverOptions, cert: tls.cert, key: tls.key }
   return tls.http2 ? { http2: true, https: { ...https, allowHTTP1: true } } : { https }
 }
 

@@ -17,8 +17,9 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { TLSSocket } from 'node:tls'
 import fastJsonStringify from 'fast-json-stringify'
 import type { FastifyBaseLogger, FastifyError, FastifySchemaCompiler } from 'fastify'
-import type { Admit, Admitted } from '../auth/authenticate.js'
+import type { Admitted, HotAuth } from '../auth/authenticate.js'
 import type { Clock } from '../clock.js'
+import { edgeViolation } from '../http/edge.js'
 import { toErrorBody } from '../http/error-handling.js'
 import { parseJsonBody } from '../http/json-body.js'
 import { requestId } from '../http/request-id.js'
@@ -45,7 +46,7 @@ import {
 import { isStorableName, newPetOf, type PetService } from './service.js'
 
 export interface HotPathOptions {
-  admit: Admit
+  auth: HotAuth
   /** The app's validator compiler (createValidatorCompiler), which the routes' schemas went through. */
   compileValidator: FastifySchemaCompiler<unknown>
   /** Must give dataVersion, getPetJsonAt and createPetThen (SQLite); see canServeHotPath. */
@@ -174,7 +175,8 @@ function forwarded(req: IncomingMessage): boolean {
 }
 
 export function createHotPath(o: HotPathOptions): HotPath {
-  const { admit, store, pages, logger, metrics } = o
+  const { store, pages, logger, metrics } = o
+  const { admit } = o.auth
   const logCompleted = requestLineWriter(logger)
   const getPetJsonAt = store.getPetJsonAt!.bind(store)
   // The routes' own validators: the app's compiler hands out what it compiled for them.
@@ -428,6 +430,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
       /^[1-9][0-9]{0,5}$/.test(length) &&
       Number(length) <= o.bodyLimit &&
       h['idempotency-key'] === undefined &&
+      h['content-encoding'] === undefined &&
       h.expect === undefined &&
       !leftToFastify(req)
     )
@@ -450,7 +453,8 @@ export function createHotPath(o: HotPathOptions): HotPath {
   }
 
   const create = (req: IncomingMessage, res: ServerResponse, fallback: Fallback): boolean => {
-    if (!plainCreate(req)) return false
+    // No byte of a body is read for a key not known here: the auth hook refuses it first.
+    if (!plainCreate(req) || !o.auth.recognises(req.headers.authorization)) return false
     const started = performance.now()
     const length = Number(req.headers['content-length'])
     const chunks: Buffer[] = []
@@ -536,7 +540,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
   }
 
   return (req, res, fallback) => {
-    if (req.httpVersionMajor !== 1) return false
+    if (req.httpVersionMajor !== 1 || edgeViolation(req) !== null) return false
     if (req.method === 'POST') return req.url === LIST_PATH && create(req, res, fallback)
     if (req.method !== 'GET') return false
     const url = req.url ?? ''

@@ -2,6 +2,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply } from 'fastify'
+import { authenticatedKey } from '../auth/authenticate.js'
 import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
 import type { NewPet as NewPetRecord } from '../storage/store.js'
@@ -129,7 +130,7 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
       const idempotencyKey = request.headers['idempotency-key']
       const result = await service.create(
         newPetOf(request.body),
-        request.apiKey!.id,
+        authenticatedKey(request).id,
         idempotencyKey,
       )
       reply.code(201).header('location', `/v1/pets/${result.pet.id}`)
@@ -147,7 +148,7 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
         if (isSunset(clock.nowMs())) {
           throw new ApiError('gone', 'getPet was removed on 2030-12-05; use GET /v1/pets')
         }
-        deprecatedCalls.record(request.log, 'getPet', request.apiKey!)
+        deprecatedCalls.record(request.log, 'getPet', authenticatedKey(request))
       },
       schema: {
         operationId: 'getPet',

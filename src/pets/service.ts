@@ -42,7 +42,18 @@ export function isStorableName(name: string): boolean {
 const unstorableName = () =>
   new ApiError('invalid_request', "field 'name' must not contain the character U+0000")
 
+/** Claims whose release failed, remembered at most; past it the oldest go (their lease ends them). */
+const MAX_UNRELEASED = 10_000
+
 export class PetService {
+  /**
+   * Claims of creates that failed and whose release failed too (the fault that failed the create
+   * often fails the release), by `apiKeyId\nkey`, with the end of their lease. Until then no other
+   * request can hold the claim, so releasing it before the next claim of the same key is safe,
+   * and the client's retry is not answered 409 for the rest of the lease.
+   */
+  private readonly unreleased = new Map<string, number>()
+
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
@@ -84,6 +95,7 @@ export class PetService {
       return { pet: await this.store.createPet(pet), replayed: false }
     }
     const ref: IdempotencyRef = { apiKeyId, key: idempotencyKey }
+    await this.releaseLeftOver(ref)
     const claim = await this.store.claimIdempotencyKey({
       ...ref,
       requestHash: hashNewPet(pet),
@@ -109,10 +121,31 @@ export class PetService {
         try {
           return { pet: await this.store.createPet(pet, ref), replayed: false }
         } catch (err) {
-          await this.store.releaseIdempotencyKey(ref).catch(() => undefined)
+          await this.release(ref)
           throw err
         }
     }
+  }
+
+  /** Frees the claim of a failed create, or remembers it for the next claim of its key. */
+  private async release(ref: IdempotencyRef): Promise<void> {
+    try {
+      await this.store.releaseIdempotencyKey(ref)
+    } catch {
+      if (this.unreleased.size >= MAX_UNRELEASED) {
+        this.unreleased.delete(this.unreleased.keys().next().value!)
+      }
+      this.unreleased.set(`${ref.apiKeyId}\n${ref.key}`, this.clock.nowMs() + IDEMPOTENCY_LEASE_MS)
+    }
+  }
+
+  /** Releases a claim left by a failed create of this key, while its lease still holds it. */
+  private async releaseLeftOver(ref: IdempotencyRef): Promise<void> {
+    const name = `${ref.apiKeyId}\n${ref.key}`
+    const leaseEnd = this.unreleased.get(name)
+    if (leaseEnd === undefined) return
+    if (leaseEnd > this.clock.nowMs()) await this.store.releaseIdempotencyKey(ref)
+    this.unreleased.delete(name)
   }
 
   /** Drops idempotency records past their 24 hours; returns how many went. */

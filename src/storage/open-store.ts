@@ -1,7 +1,10 @@
 import type { Config } from '../config.js'
 import type { Store } from './store.js'
 
-export type StoreSettings = Pick<Config, 'databaseUrl' | 'databasePoolSize' | 'databaseTimeoutMs'>
+export type StoreSettings = Pick<
+  Config,
+  'databaseUrl' | 'databasePoolSize' | 'databaseTimeoutMs' | 'idempotencyKeysPerApiKey'
+>
 
 /** Opens (creating and migrating as needed) the store that the database URL names. */
 export async function openStore(
@@ -13,7 +16,9 @@ export async function openStore(
   // every start-up on SQLite.
   if (url.startsWith('sqlite:')) {
     const { openSqliteStore } = await import('./sqlite/sqlite-store.js')
-    return openSqliteStore(url.slice('sqlite:'.length))
+    return openSqliteStore(url.slice('sqlite:'.length), {
+      idempotencyKeysPerApiKey: settings.idempotencyKeysPerApiKey,
+    })
   }
   if (/^postgres(ql)?:\/\//.test(url)) {
     const { openPostgresStore } = await import('./postgres/postgres-store.js')
@@ -21,6 +26,7 @@ export async function openStore(
       url,
       poolSize: settings.databasePoolSize,
       timeoutMs: settings.databaseTimeoutMs,
+      idempotencyKeysPerApiKey: settings.idempotencyKeysPerApiKey,
       ...(onPoolError ? { onPoolError } : {}),
     })
   }

@@ -5,9 +5,9 @@ import { openPostgresStore } from '../../src/storage/postgres/postgres-store.js'
 import { storeContract } from '../storage/store-contract.js'
 import { freshPostgresUrl } from '../support/postgres.js'
 
-storeContract('postgres', async (t) => {
+storeContract('postgres', async (t, opts) => {
   const url = await freshPostgresUrl(t)
-  const store = await openPostgresStore({ url, poolSize: 4, timeoutMs: 5000 })
+  const store = await openPostgresStore({ url, poolSize: 4, timeoutMs: 5000, ...opts })
   t.after(() => store.close())
   return store
 })

@@ -6,8 +6,8 @@ import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
 import { tempDir } from '../support/app.js'
 import { storeContract } from './store-contract.js'
 
-storeContract('sqlite', async (t) => {
-  const store = await openSqliteStore(join(tempDir(t), 'store.db'))
+storeContract('sqlite', async (t, opts) => {
+  const store = await openSqliteStore(join(tempDir(t), 'store.db'), opts)
   t.after(() => store.close())
   return store
 })

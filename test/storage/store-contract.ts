@@ -8,7 +8,10 @@ import type {
   Store,
 } from '../../src/storage/store.js'
 
-export type OpenStore = (t: TestContext) => Promise<Store>
+export type OpenStore = (
+  t: TestContext,
+  opts?: { idempotencyKeysPerApiKey?: number },
+) => Promise<Store>
 
 const HOUR = 3_600_000
 
@@ -207,6 +210,50 @@ export function storeContract(adapter: string, open: OpenStore): void {
       assert.deepEqual(await store.claimIdempotencyKey({ ...req, requestHash: 'h9' }), {
         outcome: 'claimed',
       })
+    })
+
+    test('idempotency records per API key are capped: the oldest completed go, none in progress', async (t) => {
+      const store = await open(t, { idempotencyKeysPerApiKey: 3 })
+      const start = new Date('2026-03-01T00:00:00Z').getTime()
+      let second = 0
+      const claim = (apiKeyId: string, key: string, requestHash = 'h1') =>
+        store.claimIdempotencyKey({
+          apiKeyId,
+          key,
+          requestHash,
+          now: new Date(start + 1000 * second++),
+          retentionMs: 24 * HOUR,
+          leaseMs: HOUR,
+        })
+      const complete = (apiKeyId: string, key: string) =>
+        store.createPet({ name: key, categoryId: 1n }, { apiKeyId, key })
+
+      assert.deepEqual(await claim('k2', 'other'), { outcome: 'claimed' })
+      const other = await complete('k2', 'other')
+      assert.deepEqual(await claim('k1', 'a'), { outcome: 'claimed' })
+      await complete('k1', 'a')
+      assert.deepEqual(await claim('k1', 'slow'), { outcome: 'claimed' })
+      assert.deepEqual(await claim('k1', 'c'), { outcome: 'claimed' })
+      const c = await complete('k1', 'c')
+      // The fourth record of k1: its oldest completed one, `a`, goes; `slow` is in progress.
+      assert.deepEqual(await claim('k1', 'd'), { outcome: 'claimed' })
+      const d = await complete('k1', 'd')
+      assert.deepEqual(await claim('k1', 'slow'), { outcome: 'in_progress' })
+      assert.deepEqual(await claim('k1', 'c'), { outcome: 'completed', petId: c.id })
+      assert.deepEqual(await claim('k1', 'd'), { outcome: 'completed', petId: d.id })
+      // `a` is forgotten: another body is a new claim, not a mismatch. That claim pushes out `c`,
+      // and the next one `d`, the last completed record.
+      assert.deepEqual(await claim('k1', 'a', 'h2'), { outcome: 'claimed' })
+      assert.deepEqual(await claim('k1', 'c', 'h2'), { outcome: 'claimed' })
+      // Nothing completed is left to drop: every record in progress stays, even past the cap.
+      assert.deepEqual(await claim('k1', 'e'), { outcome: 'claimed' })
+      assert.deepEqual(await claim('k1', 'slow'), { outcome: 'in_progress' })
+      assert.deepEqual(await claim('k1', 'a', 'h2'), { outcome: 'in_progress' })
+      assert.deepEqual(await claim('k1', 'c', 'h2'), { outcome: 'in_progress' })
+      assert.deepEqual(await claim('k1', 'e'), { outcome: 'in_progress' })
+      assert.deepEqual(await claim('k1', 'd', 'h2'), { outcome: 'claimed' })
+      // Another API key's records are its own.
+      assert.deepEqual(await claim('k2', 'other'), { outcome: 'completed', petId: other.id })
     })
 
     test('API keys: insert, find, list, revoke once, count', async (t) => {

@@ -41,20 +41,31 @@ export function tempDir(t: TestContext, prefix = 'petstore-test-'): string {
 }
 
 /** A fresh, empty store of the kind this run tests (see TEST_STORE), closed after `t`. */
-export async function testStore(t: TestContext, dir = tempDir(t)): Promise<Store> {
+export async function testStore(
+  t: TestContext,
+  dir = tempDir(t),
+  settings: Partial<Pick<Config, 'idempotencyKeysPerApiKey'>> = {},
+): Promise<Store> {
   const store =
     TEST_STORE === 'postgres'
-      ? await openPostgresStore({ url: await freshPostgresUrl(t), poolSize: 5, timeoutMs: 5000 })
-      : await openSqliteStore(join(dir, 'petstore.db'))
+      ? await openPostgresStore({
+          url: await freshPostgresUrl(t),
+          poolSize: 5,
+          timeoutMs: 5000,
+          ...settings,
+        })
+      : await openSqliteStore(join(dir, 'petstore.db'), settings)
   t.after(() => store.close())
   return store
 }
 
 export async function testApp(t: TestContext, opts: TestAppOptions = {}): Promise<TestApp> {
   const dir = tempDir(t)
-  const store = await testStore(t, dir)
-  const clock = manualClock(opts.now ?? new Date('2026-01-15T12:00:00Z'))
   const config = configWith(opts.config)
+  const store = await testStore(t, dir, {
+    idempotencyKeysPerApiKey: config.idempotencyKeysPerApiKey,
+  })
+  const clock = manualClock(opts.now ?? new Date('2026-01-15T12:00:00Z'))
   const { key, record } = await createApiKey(store, clock, 'test-key')
   const app = await buildApp({
     config,

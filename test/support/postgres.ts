@@ -84,3 +84,28 @@ export async function freshPostgresUrl(t: TestContext): Promise<string> {
   url.searchParams.set('options', `-c search_path=${schema}`)
   return url.toString()
 }
+
+/**
+ * A database of the test's own, for a test that changes the database itself (ALTER DATABASE, its
+ * connections ended); dropped after `t` whatever state the test left it in.
+ */
+export async function freshPostgresDatabase(
+  t: TestContext,
+): Promise<{ name: string; url: string }> {
+  const name = `${DATABASE_PREFIX}${process.pid}_${randomBytes(4).toString('hex')}`
+  await withClient(POSTGRES_ADMIN_URL, (c) => c.query(`CREATE DATABASE ${name}`))
+  t.after(() =>
+    withClient(POSTGRES_ADMIN_URL, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)),
+  )
+  const url = new URL(POSTGRES_ADMIN_URL)
+  url.pathname = `/${name}`
+  return { name, url: url.toString() }
+}
+
+/** Runs one statement as the administrator, on the administrator's own database. */
+export function adminQuery<R extends pg.QueryResultRow>(
+  text: string,
+  values: unknown[] = [],
+): Promise<pg.QueryResult<R>> {
+  return withClient(POSTGRES_ADMIN_URL, (c) => c.query<R>(text, values))
+}

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url'
 import { baseEnv } from './process.js'
 
 const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url))
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 
 export interface Exit {
   code: number | null
@@ -28,7 +29,7 @@ export interface LogLine {
 
 export interface ServiceProcess {
   child: ChildProcess
-  /** The primary's pid (the only process when serving alone). */
+  /** The primary's pid (the only process when serving alone); npm's when started by npm. */
   pid: number
   port: number
   stdout(): string
@@ -77,7 +78,9 @@ export function serviceHarness(t: TestContext) {
   const services: ServiceProcess[] = []
   t.after(async () => {
     for (const s of services) {
-      const pids = [s.pid, ...listeningWorkerPids(s.logLines())]
+      // Every process that logged, too: the node that `npm start` runs is not npm's pid.
+      const logged = s.logLines().map((l) => l.pid)
+      const pids = new Set([s.pid, ...listeningWorkerPids(s.logLines()), ...logged])
       for (const pid of pids) if (isRunning(pid)) process.kill(pid, 'SIGKILL')
     }
     await Promise.all(services.map((s) => s.exited))
@@ -85,8 +88,17 @@ export function serviceHarness(t: TestContext) {
   })
 
   /** Spawns `petstore <args>` with the test's settings; resolves once it has spawned. */
-  const spawnService = (args: string[], env: Record<string, string>): ServiceProcess => {
-    const child = spawn(process.execPath, [MAIN, ...args], {
+  const spawnService = (args: string[], env: Record<string, string>): ServiceProcess =>
+    spawnCommand(process.execPath, [MAIN, ...args], env)
+
+  const spawnCommand = (
+    file: string,
+    args: string[],
+    env: Record<string, string>,
+    opts: { detached?: boolean } = {},
+  ): ServiceProcess => {
+    const child = spawn(file, args, {
+      ...opts,
       cwd: dir,
       env: {
         ...baseEnv(),
@@ -147,18 +159,27 @@ export function serviceHarness(t: TestContext) {
     return service
   }
 
-  /** Starts `petstore serve <args>` and waits for its listening line. */
-  const start = async (
-    args: string[],
-    env: Record<string, string> = {},
-  ): Promise<ServiceProcess> => {
-    const service = spawnService(['serve', ...args], env)
-    const listening =
-      /^petstore listening on http:\/\/127\.0\.0\.1:(\d+) \(store: [a-z]+(, workers: \d+)?\)$/m
+  const listening =
+    /^petstore listening on http:\/\/127\.0\.0\.1:(\d+) \(store: [a-z]+(, workers: \d+)?\)$/m
+  const untilListening = async (service: ServiceProcess): Promise<ServiceProcess> => {
     await service.waitFor(listening)
     service.port = Number(listening.exec(service.stdout())![1])
     return service
   }
+
+  /** Starts `petstore serve <args>` and waits for its listening line. */
+  const start = (args: string[], env: Record<string, string> = {}): Promise<ServiceProcess> =>
+    untilListening(spawnService(['serve', ...args], env))
+
+  /**
+   * Starts the service the way `npm start` does, from the project's folder, and waits for its
+   * listening line. `detached`: in a process group of its own, as a terminal's foreground job.
+   */
+  const startNpm = (
+    env: Record<string, string> = {},
+    opts: { detached?: boolean } = {},
+  ): Promise<ServiceProcess> =>
+    untilListening(spawnCommand('npm', ['--prefix', ROOT, 'start'], env, opts))
 
   /** Runs `petstore <args>` to its end. */
   const run = async (args: string[], env: Record<string, string> = {}) => {
@@ -167,7 +188,7 @@ export function serviceHarness(t: TestContext) {
     return { ...exit, stdout: service.stdout(), stderr: service.stderr() }
   }
 
-  return { dir, start, run }
+  return { dir, start, startNpm, run }
 }
 
 export interface Reply {

@@ -4,6 +4,7 @@ import pg from 'pg'
 import { type ApiKeyRow, toApiKey } from '../api-key-row.js'
 import { AsyncWriteBatcher } from '../async-write-batcher.js'
 import { StorageUnavailableError } from '../errors.js'
+import { DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY, IdempotencyCap } from '../idempotency-cap.js'
 import type {
   ApiKeyRecord,
   IdempotencyClaim,
@@ -24,6 +25,8 @@ export interface PostgresOptions {
   /** Bound on connecting and on each statement: past it, the request fails with 503. */
   timeoutMs: number
   onPoolError?: (err: Error) => void
+  /** Idempotency records kept per API key (IdempotencyCap). */
+  idempotencyKeysPerApiKey?: number
 }
 
 interface PetRow {
@@ -62,30 +65,38 @@ const toPet = (row: PetRow): Pet => {
  * A failure of the database's availability (no connection, a timeout, the server shutting down)
  * is 503 for the caller; anything else is a bug and stays a 500. The server's errors carry a
  * SQLSTATE; the driver's own (a lost or refused connection, a timeout) and the socket's are
- * Errors of no finer type, whereas a bug raises a TypeError, a RangeError or the like.
+ * Errors of no finer type, whereas a bug raises a TypeError, a RangeError or the like. Any
+ * failure to get a connection is the former, whatever the server said (see connect).
  */
 const BUG_TYPES = [TypeError, RangeError, ReferenceError, SyntaxError, EvalError, URIError]
+
+/**
+ * SQLSTATE classes of a server that cannot serve now: 08 connection exception, 28 authorization
+ * refused, 3D no such database, 53 insufficient resources, 57 operator intervention (shutdown,
+ * connection ended, statement timeout), 58 the server's own I/O failing.
+ */
+const UNAVAILABLE_CLASSES = ['08', '28', '3D', '53', '57', '58']
+/** Transient conflicts of one transaction: retrying it may well succeed. */
+const UNAVAILABLE_STATES = ['25P03', '40001', '40P01']
 
 function isUnavailable(err: unknown): boolean {
   if (err instanceof pg.DatabaseError) {
     const sqlState = err.code ?? ''
     return (
-      sqlState.startsWith('08') ||
-      sqlState.startsWith('53') ||
-      sqlState.startsWith('57') ||
-      sqlState === '25P03' ||
-      sqlState === '40001' ||
-      sqlState === '40P01'
+      UNAVAILABLE_CLASSES.includes(sqlState.slice(0, 2)) || UNAVAILABLE_STATES.includes(sqlState)
     )
   }
   return err instanceof Error && !BUG_TYPES.some((type) => err instanceof type)
 }
 
-function unavailableOr(err: unknown): unknown {
-  if (!isUnavailable(err)) return err
+function unavailable(err: unknown): StorageUnavailableError {
   return new StorageUnavailableError('the database is not reachable; retry later', 1, {
     cause: err,
   })
+}
+
+function unavailableOr(err: unknown): unknown {
+  return isUnavailable(err) ? unavailable(err) : err
 }
 
 function poolConfig(opts: PostgresOptions, max: number): pg.PoolConfig {
@@ -149,7 +160,11 @@ export async function migratePostgres(opts: PostgresOptions): Promise<string[]> 
 
 export async function openPostgresStore(opts: PostgresOptions): Promise<PostgresStore> {
   await migratePostgres(opts)
-  return new PostgresStore(new pg.Pool(poolConfig(opts, opts.poolSize)), opts.onPoolError)
+  return new PostgresStore(
+    new pg.Pool(poolConfig(opts, opts.poolSize)),
+    opts.onPoolError,
+    new IdempotencyCap(opts.idempotencyKeysPerApiKey ?? DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY),
+  )
 }
 
 const SELECT_PET = 'SELECT id, name, category_id, status FROM pets'
@@ -162,6 +177,7 @@ export class PostgresStore implements Store {
   constructor(
     private readonly pool: pg.Pool,
     onPoolError: (err: Error) => void = () => undefined,
+    private readonly idempotencyCap = new IdempotencyCap(DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY),
   ) {
     // An idle client whose server went away emits here; unhandled, it would end the process.
     pool.on('error', onPoolError)
@@ -169,25 +185,45 @@ export class PostgresStore implements Store {
     this.creates = new AsyncWriteBatcher((items) => this.commitCreates(items))
   }
 
+  /**
+   * A pooled connection. Any failure to get one is unavailability, whatever its SQLSTATE: a
+   * database that does not accept connections now answers 55000, which on an open connection
+   * would mean a bug.
+   */
+  private async connect(): Promise<pg.PoolClient> {
+    try {
+      return await this.pool.connect()
+    } catch (err) {
+      throw unavailable(err)
+    }
+  }
+
+  /** One statement on a pooled connection (pool.query, with connect's classification). */
+  private async run<R extends pg.QueryResultRow>(
+    config: pg.QueryConfig,
+  ): Promise<pg.QueryResult<R>> {
+    const client = await this.connect()
+    try {
+      const result = await client.query<R>(config)
+      client.release()
+      return result
+    } catch (err) {
+      // As pool.query does: a connection whose statement failed is not reused.
+      client.release(err as Error)
+      throw unavailableOr(err)
+    }
+  }
+
   private async query<R extends pg.QueryResultRow>(
     name: string,
     text: string,
     values: unknown[],
   ): Promise<R[]> {
-    try {
-      return (await this.pool.query<R>({ name, text, values })).rows
-    } catch (err) {
-      throw unavailableOr(err)
-    }
+    return (await this.run<R>({ name, text, values })).rows
   }
 
   private async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    let client: pg.PoolClient
-    try {
-      client = await this.pool.connect()
-    } catch (err) {
-      throw unavailableOr(err)
-    }
+    const client = await this.connect()
     try {
       await client.query('BEGIN')
       const result = await work(client)
@@ -294,7 +330,7 @@ export class PostgresStore implements Store {
          ON CONFLICT (api_key_id, idempotency_key) DO NOTHING`,
         [req.apiKeyId, req.key, req.requestHash, now, now + req.leaseMs],
       )
-      if (inserted.rowCount === 1) return { outcome: 'claimed' } as const
+      if (inserted.rowCount === 1) return this.claimed(client, req.apiKeyId)
       // The row exists: lock it, so concurrent claims through other instances decide one by one.
       const { rows } = await client.query<{
         request_hash: string
@@ -324,8 +360,40 @@ export class PostgresStore implements Store {
            created_at = excluded.created_at, locked_until = excluded.locked_until`,
         [req.apiKeyId, req.key, req.requestHash, now, now + req.leaseMs],
       )
-      return { outcome: 'claimed' } as const
+      return this.claimed(client, req.apiKeyId)
     })
+  }
+
+  /**
+   * A claim taken: when due, the API key's oldest completed records past the cap go in the same
+   * transaction (IdempotencyCap). Rows another transaction holds are skipped, not waited for, so
+   * two instances trimming one key at once cannot deadlock; the next count catches up.
+   */
+  private async claimed(client: pg.PoolClient, apiKeyId: string): Promise<IdempotencyClaim> {
+    if (this.idempotencyCap.claimed(apiKeyId)) {
+      const { rows } = await client.query<{ n: bigint }>({
+        name: 'count-idempotency-of-api-key',
+        text: 'SELECT count(*) AS n FROM idempotency_keys WHERE api_key_id = $1',
+        values: [apiKeyId],
+      })
+      const count = Number(rows[0]!.n)
+      const excess = this.idempotencyCap.excess(count)
+      let deleted = 0
+      if (excess > 0) {
+        const result = await client.query({
+          name: 'delete-oldest-completed-idempotency',
+          // By ctid: the rows chosen are deleted where they are, with no scan of the table.
+          text: `DELETE FROM idempotency_keys WHERE ctid = ANY(ARRAY(
+                   SELECT ctid FROM idempotency_keys
+                   WHERE api_key_id = $1 AND pet_id IS NOT NULL
+                   ORDER BY created_at, idempotency_key LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+          values: [apiKeyId, excess],
+        })
+        deleted = result.rowCount ?? 0
+      }
+      this.idempotencyCap.counted(apiKeyId, count - deleted)
+    }
+    return { outcome: 'claimed' }
   }
 
   async releaseIdempotencyKey(ref: IdempotencyRef): Promise<void> {
@@ -337,14 +405,11 @@ export class PostgresStore implements Store {
   }
 
   async deleteIdempotencyKeysBefore(cutoff: Date): Promise<number> {
-    try {
-      const result = await this.pool.query('DELETE FROM idempotency_keys WHERE created_at < $1', [
-        cutoff.getTime(),
-      ])
-      return result.rowCount ?? 0
-    } catch (err) {
-      throw unavailableOr(err)
-    }
+    const result = await this.run({
+      text: 'DELETE FROM idempotency_keys WHERE created_at < $1',
+      values: [cutoff.getTime()],
+    })
+    return result.rowCount ?? 0
   }
 
   async insertApiKey(k: ApiKeyRecord): Promise<void> {
@@ -382,15 +447,11 @@ export class PostgresStore implements Store {
   }
 
   async revokeApiKey(id: string, at: Date): Promise<boolean> {
-    try {
-      const result = await this.pool.query(
-        'UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL',
-        [at.getTime(), id],
-      )
-      return result.rowCount === 1
-    } catch (err) {
-      throw unavailableOr(err)
-    }
+    const result = await this.run({
+      text: 'UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL',
+      values: [at.getTime(), id],
+    })
+    return result.rowCount === 1
   }
 
   async countApiKeys(): Promise<number> {

@@ -1,6 +1,8 @@
 import type Database from 'better-sqlite3'
 import { type ApiKeyRow, toApiKey } from '../api-key-row.js'
 import { AsyncWriteBatcher } from '../async-write-batcher.js'
+import { StorageUnavailableError } from '../errors.js'
+import { DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY, IdempotencyCap } from '../idempotency-cap.js'
 import type {
   ApiKeyRecord,
   IdempotencyClaim,
@@ -13,6 +15,7 @@ import type {
   StoreStats,
 } from '../store.js'
 import { openDatabase } from './connection.js'
+import { DatabaseFile, FILE_REPLACED, unavailableOr, writeProbe } from './faults.js'
 import { migrateSqlite } from './migrate.js'
 import { PET_BY_ID, PET_JSON_BY_ID, type PetRow, toPet } from './pet-row.js'
 import { type CreateItem, createTransaction, petInserter } from './pet-writes.js'
@@ -32,7 +35,13 @@ interface IdempotencyRow {
  * idempotency claims), and a writer thread with its own connection for the creates. An in-memory
  * database cannot be shared with a thread, so its creates commit on the main connection.
  */
-export async function openSqliteStore(path: string): Promise<SqliteStore> {
+export async function openSqliteStore(
+  path: string,
+  opts: { idempotencyKeysPerApiKey?: number } = {},
+): Promise<SqliteStore> {
+  const cap = new IdempotencyCap(
+    opts.idempotencyKeysPerApiKey ?? DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY,
+  )
   const db = openDatabase(path, { create: true })
   try {
     await migrateSqlite(db)
@@ -40,12 +49,17 @@ export async function openSqliteStore(path: string): Promise<SqliteStore> {
     db.close()
     throw err
   }
-  if (path === ':memory:') return new SqliteStore(db)
+  if (path === ':memory:') return new SqliteStore(db, null, null, null, cap)
+  const file = DatabaseFile.opened(path)
   const walIndex = WalIndexVersion.open(path)
   // Snapshots are reused by data version, which only the WAL index gives exactly (snapshot-reader.ts).
   const reader = walIndex === null ? null : new SnapshotReader(path)
-  return new SqliteStore(db, new SqliteWriter(path), walIndex, reader)
+  const writer = new SqliteWriter(path, file.identity)
+  return new SqliteStore(db, writer, walIndex, reader, cap, file)
 }
+
+/** How often the path is checked to name the opened file, besides by ping and after each commit. */
+const FILE_CHECK_MS = 1000
 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite'
@@ -55,6 +69,15 @@ export class SqliteStore implements Store {
   private closed = false
   /** Commits made through this connection, which its own data_version does not count. */
   private ownCommits = 0
+  /**
+   * Set while the path does not name the opened file: every operation fails with it, for what it
+   * would read or write is not what a restart finds.
+   */
+  private fileFault: StorageUnavailableError | null = null
+  /** The last fault of the disk or file since a write last succeeded; readiness then probes. */
+  private lastFailure: StorageUnavailableError | null = null
+  private readonly fileCheck: NodeJS.Timeout | null = null
+  private readonly probeHere: () => void
 
   constructor(
     private readonly db: Database.Database,
@@ -63,7 +86,12 @@ export class SqliteStore implements Store {
     private readonly walIndex: WalIndexVersion | null = null,
     /** The hot path's reads by id; without it, they run on the main connection. */
     private readonly reader: SnapshotReader | null = null,
+    private readonly idempotencyCap = new IdempotencyCap(DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY),
+    /** The file as opened; null in memory. */
+    private readonly file: DatabaseFile | null = null,
   ) {
+    if (file !== null) this.fileCheck = setInterval(() => this.checkFile(), FILE_CHECK_MS).unref()
+    this.probeHere = writeProbe(db)
     this.statements = {
       firstPage: db
         .prepare<[number], PetRow>(
@@ -103,6 +131,14 @@ export class SqliteStore implements Store {
       deleteIdempotencyBefore: db.prepare<[number]>(
         'DELETE FROM idempotency_keys WHERE created_at < ?',
       ),
+      countIdempotencyOfApiKey: db
+        .prepare<[string], bigint>('SELECT count(*) FROM idempotency_keys WHERE api_key_id = ?')
+        .pluck(),
+      deleteOldestCompletedIdempotency: db.prepare<[string, number]>(
+        `DELETE FROM idempotency_keys WHERE rowid IN (
+           SELECT rowid FROM idempotency_keys WHERE api_key_id = ? AND pet_id IS NOT NULL
+           ORDER BY created_at, idempotency_key LIMIT ?)`,
+      ),
       insertApiKey: db.prepare<[string, string, Buffer, number, number | null, number | null]>(
         'INSERT INTO api_keys (id, name, secret_hash, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?)',
       ),
@@ -119,8 +155,17 @@ export class SqliteStore implements Store {
     // the next one. On the writer thread the event loop goes on serving while a batch syncs.
     const commitHere = writer === null ? createTransaction(db) : null
     this.creates = new AsyncWriteBatcher(async (items) => {
-      const ids = commitHere ? commitHere(items) : await writer!.commit(items)
-      if (commitHere) this.ownCommits++
+      let ids: ArrayLike<bigint>
+      try {
+        this.throwIfFileFault()
+        // The writer thread checks the file after each commit: no pet is acknowledged that a
+        // restart would not find.
+        ids = commitHere ? commitHere(items) : await writer!.commit(items)
+        if (commitHere) this.ownCommits++
+      } catch (err) {
+        throw this.failed(err)
+      }
+      this.lastFailure = null
       return items.map(({ pet }, i) => ({ id: ids[i]!, ...pet }))
     })
     const insertAll = db.transaction(petInserter(db))
@@ -130,23 +175,36 @@ export class SqliteStore implements Store {
   async listPets({ afterId, status, limit }: PetPageQuery): Promise<Pet[]> {
     const s = this.statements
     let rows: PetRow[]
-    if (status === null) {
-      rows = afterId === null ? s.firstPage.all(limit) : s.pageAfter.all(afterId, limit)
-    } else {
-      rows =
-        afterId === null
-          ? s.firstPageByStatus.all(status, limit)
-          : s.pageAfterByStatus.all(status, afterId, limit)
+    try {
+      this.throwIfFileFault()
+      if (status === null) {
+        rows = afterId === null ? s.firstPage.all(limit) : s.pageAfter.all(afterId, limit)
+      } else {
+        rows =
+          afterId === null
+            ? s.firstPageByStatus.all(status, limit)
+            : s.pageAfterByStatus.all(status, afterId, limit)
+      }
+    } catch (err) {
+      throw this.failed(err)
     }
     return rows.map(toPet)
   }
 
   async getPet(id: bigint): Promise<Pet | null> {
-    const row = this.statements.getPet.get(id)
+    let row: PetRow | undefined
+    try {
+      this.throwIfFileFault()
+      row = this.statements.getPet.get(id)
+    } catch (err) {
+      throw this.failed(err)
+    }
     return row ? toPet(row) : null
   }
 
+  /** Null while the file is gone: the caller then takes getPet's way, which reports it. */
   getPetJsonAt(id: bigint, version: number): string | null {
+    if (this.fileFault !== null) return null
     const json = this.reader ? this.reader.petJson(id, version) : this.statements.getPetJson.get(id)
     return json ?? null
   }
@@ -166,7 +224,7 @@ export class SqliteStore implements Store {
     // Creates queued before this call get their ids first, as they would with any other order.
     await this.creates.idle()
     // One transaction, so one WAL sync (synchronous=FULL) makes the whole batch durable at once.
-    this.bulkInsert(pets, Date.now())
+    this.guarded(() => this.bulkInsert(pets, Date.now()))
     this.ownCommits++
   }
 
@@ -189,32 +247,48 @@ export class SqliteStore implements Store {
         now,
         now + req.leaseMs,
       )
+      if (this.idempotencyCap.claimed(req.apiKeyId)) this.trimIdempotencyKeys(req.apiKeyId)
       return { outcome: 'claimed' }
     })
-    const outcome = claim.immediate()
+    const outcome = this.guarded(() => claim.immediate())
     this.ownCommits++
     return outcome
   }
 
+  /** Drops the API key's oldest completed records past the cap (IdempotencyCap). */
+  private trimIdempotencyKeys(apiKeyId: string): void {
+    const count = Number(this.statements.countIdempotencyOfApiKey.get(apiKeyId))
+    const excess = this.idempotencyCap.excess(count)
+    const { changes } =
+      excess > 0
+        ? this.statements.deleteOldestCompletedIdempotency.run(apiKeyId, excess)
+        : { changes: 0 }
+    this.idempotencyCap.counted(apiKeyId, count - changes)
+  }
+
   async releaseIdempotencyKey(ref: IdempotencyRef): Promise<void> {
-    this.statements.releaseIdempotency.run(ref.apiKeyId, ref.key)
+    this.guarded(() => this.statements.releaseIdempotency.run(ref.apiKeyId, ref.key))
     this.ownCommits++
   }
 
   async deleteIdempotencyKeysBefore(cutoff: Date): Promise<number> {
-    const { changes } = this.statements.deleteIdempotencyBefore.run(cutoff.getTime())
+    const { changes } = this.guarded(() =>
+      this.statements.deleteIdempotencyBefore.run(cutoff.getTime()),
+    )
     this.ownCommits++
     return changes
   }
 
   async insertApiKey(k: ApiKeyRecord): Promise<void> {
-    this.statements.insertApiKey.run(
-      k.id,
-      k.name,
-      k.secretHash,
-      k.createdAt.getTime(),
-      k.expiresAt?.getTime() ?? null,
-      k.revokedAt?.getTime() ?? null,
+    this.guarded(() =>
+      this.statements.insertApiKey.run(
+        k.id,
+        k.name,
+        k.secretHash,
+        k.createdAt.getTime(),
+        k.expiresAt?.getTime() ?? null,
+        k.revokedAt?.getTime() ?? null,
+      ),
     )
     this.ownCommits++
   }
@@ -224,22 +298,28 @@ export class SqliteStore implements Store {
   }
 
   findApiKeyNow(id: string): ApiKeyRecord | null {
-    const row = this.statements.findApiKey.get(id)
+    let row: ApiKeyRow | undefined
+    try {
+      this.throwIfFileFault()
+      row = this.statements.findApiKey.get(id)
+    } catch (err) {
+      throw this.failed(err)
+    }
     return row ? toApiKey(row) : null
   }
 
   async listApiKeys(): Promise<ApiKeyRecord[]> {
-    return this.statements.listApiKeys.all().map(toApiKey)
+    return this.guarded(() => this.statements.listApiKeys.all()).map(toApiKey)
   }
 
   async revokeApiKey(id: string, at: Date): Promise<boolean> {
-    const { changes } = this.statements.revokeApiKey.run(at.getTime(), id)
+    const { changes } = this.guarded(() => this.statements.revokeApiKey.run(at.getTime(), id))
     this.ownCommits++
     return changes > 0
   }
 
   async countApiKeys(): Promise<number> {
-    return Number(this.statements.countApiKeys.get()!.n)
+    return Number(this.guarded(() => this.statements.countApiKeys.get())!.n)
   }
 
   /**
@@ -249,22 +329,70 @@ export class SqliteStore implements Store {
    * plus this connection's own commits counted beside it.
    */
   dataVersion(): number {
+    // Throwing makes callers use nothing cached, so nothing is served from a file that is gone.
+    this.throwIfFileFault()
     if (this.walIndex !== null) return this.walIndex.current()
     return this.statements.dataVersion.get()! + this.ownCommits
   }
 
+  /**
+   * Fails while the path does not name the opened file, and while the disk or file fails: after a
+   * failure, only a write that succeeds (faults.ts writeProbe, on the writer's connection) shows
+   * that it is over. Otherwise a read that touches no file, so that readiness costs nothing.
+   */
   async ping(): Promise<void> {
-    this.statements.ping.get()
+    const fault = this.checkFile()
+    if (fault !== null) throw fault
+    try {
+      if (this.lastFailure === null) this.statements.ping.get()
+      else if (this.writer !== null) await this.writer.probe()
+      else this.probeHere()
+    } catch (err) {
+      throw this.failed(err)
+    }
+    this.lastFailure = null
+  }
+
+  private throwIfFileFault(): void {
+    if (this.fileFault !== null) throw this.fileFault
+  }
+
+  /** Compares the path with the opened file now; the fault, if any, holds until it matches again. */
+  private checkFile(): StorageUnavailableError | null {
+    if (this.file !== null) this.fileFault = this.file.check()
+    return this.fileFault
+  }
+
+  /** A fault of the disk or file as StorageUnavailableError, remembered for readiness. */
+  private failed(err: unknown): unknown {
+    const mapped = unavailableOr(err)
+    if (!(mapped instanceof StorageUnavailableError) || mapped === this.fileFault) return mapped
+    // The writer thread found the file gone: reads stop now rather than at the next check.
+    if ((err as { code?: unknown }).code === FILE_REPLACED) this.checkFile()
+    else this.lastFailure = mapped
+    return mapped
+  }
+
+  /** Runs `work` on the main connection, unless the file is gone; maps its faults. */
+  private guarded<T>(work: () => T): T {
+    try {
+      this.throwIfFileFault()
+      return work()
+    } catch (err) {
+      throw this.failed(err)
+    }
   }
 
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
+    if (this.fileCheck !== null) clearInterval(this.fileCheck)
     await this.creates.idle()
     await this.writer?.close()
     this.reader?.close()
     this.walIndex?.close()
     this.db.close()
+    this.file?.removeCompanionsIfMoved()
   }
 
   /**

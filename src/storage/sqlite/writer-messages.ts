@@ -2,7 +2,11 @@
 import type { NewPet } from '../store.js'
 import type { CreateItem } from './pet-writes.js'
 
-export type WriterRequest = { type: 'commit'; seq: number; batch: string } | { type: 'close' }
+export type WriterRequest =
+  | { type: 'commit'; seq: number; batch: string }
+  /** A write that changes nothing (faults.ts writeProbe); answered with no ids. */
+  | { type: 'probe'; seq: number }
+  | { type: 'close' }
 
 export type WriterReply =
   | { seq: number; ids: BigInt64Array }

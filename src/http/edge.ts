@@ -1,0 +1,39 @@
+// Rules of HTTP itself that a request must meet before anything reads it: Node's parser keeps the
+// first of repeated headers and drops the rest, so repetition is judged on the raw header list.
+import type { IncomingMessage } from 'node:http'
+import { ApiError } from '../errors.js'
+
+/** The request's problem with the edge rules, or null when it has none. */
+export function edgeViolation(req: IncomingMessage): ApiError | null {
+  let hosts = 0
+  let authorizations = 0
+  const raw = req.rawHeaders
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!
+    if (name.length === 4 && name.toLowerCase() === 'host') hosts++
+    else if (name.length === 13 && name.toLowerCase() === 'authorization') authorizations++
+  }
+  // RFC 9112 §3.2: an HTTP/1.1 request without Host, or with more than one, is answered 400.
+  const needsHost = req.httpVersionMajor === 1 && req.httpVersionMinor >= 1
+  if (hosts > 1 || (needsHost && hosts === 0)) {
+    return new ApiError('invalid_request', 'the request must carry exactly one Host header')
+  }
+  // Which of two credentials would count is ambiguous; neither is taken.
+  if (authorizations > 1) {
+    return new ApiError(
+      'invalid_request',
+      'the request must carry at most one Authorization header',
+    )
+  }
+  return null
+}
+
+/** A Content-Encoding the service cannot read (it decodes none), or null for an identity body. */
+export function unsupportedContentEncoding(req: IncomingMessage): ApiError | null {
+  const encoding = req.headers['content-encoding']
+  if (encoding === undefined || encoding.trim().toLowerCase() === 'identity') return null
+  return new ApiError(
+    'unsupported_media_type',
+    'Content-Encoding is not supported: send the request body uncompressed',
+  )
+}

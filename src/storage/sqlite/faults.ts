@@ -1,0 +1,128 @@
+// Storage faults of the SQLite store: which SQLite errors mean "the disk or the file cannot serve
+// now" (503 for the caller, not a bug), and whether the path still names the file that was opened.
+import { rmSync, statSync } from 'node:fs'
+import type Database from 'better-sqlite3'
+import { StorageUnavailableError } from '../errors.js'
+
+/** The code the writer thread reports when the path names another file than the store's. */
+export const FILE_REPLACED = 'PETSTORE_FILE_REPLACED'
+
+const REPLACED_MESSAGE = 'the database file was removed or replaced; restart the service'
+const IO_MESSAGE = 'the database file cannot be read or written; retry later'
+
+/** Codes (with their extended codes, e.g. SQLITE_IOERR_WRITE) that retrying later may cure. */
+const MESSAGES: readonly (readonly [code: string, message: string])[] = [
+  ['SQLITE_FULL', 'the database disk is full; retry later'],
+  ['SQLITE_READONLY', 'the database is read-only; retry later'],
+  ['SQLITE_IOERR', IO_MESSAGE],
+  // The file system's own, from checking the file's identity.
+  ['EIO', IO_MESSAGE],
+  ['SQLITE_CANTOPEN', 'the database file cannot be opened; retry later'],
+  ['SQLITE_BUSY', 'the database is locked by another connection; retry later'],
+  [FILE_REPLACED, REPLACED_MESSAGE],
+]
+
+/**
+ * A StorageUnavailableError for a fault of the disk or the file, with a fixed message (SQLite's own
+ * goes to the log as the cause, never to a client); anything else is returned as it was.
+ */
+export function unavailableOr(err: unknown): unknown {
+  if (err instanceof StorageUnavailableError) return err
+  const code = (err as { code?: unknown } | null)?.code
+  if (typeof code !== 'string') return err
+  for (const [prefix, message] of MESSAGES) {
+    if (code === prefix || code.startsWith(`${prefix}_`)) {
+      // The code beside the message, so that the log tells e.g. a failed sync from a failed write.
+      return Object.assign(new StorageUnavailableError(message, 1, { cause: err }), { code })
+    }
+  }
+  return err
+}
+
+export interface FileIdentity {
+  dev: bigint
+  ino: bigint
+}
+
+/** The identity of the file at `path` now; null when nothing is there. */
+export function identityAt(path: string): FileIdentity | null {
+  const stat = statSync(path, { bigint: true, throwIfNoEntry: false })
+  return stat === undefined ? null : { dev: stat.dev, ino: stat.ino }
+}
+
+export function sameFile(a: FileIdentity | null, b: FileIdentity): boolean {
+  return a !== null && a.dev === b.dev && a.ino === b.ino
+}
+
+/**
+ * The database file as opened. Connections keep writing to an unlinked or renamed-over file
+ * without an error, and a restart would open what the path names then: the store compares the
+ * two before acknowledging a write. Rewriting the file in place (cp onto it) keeps its identity
+ * and is not seen here.
+ */
+export class DatabaseFile {
+  private constructor(
+    readonly path: string,
+    readonly identity: FileIdentity,
+    /** The write-ahead log and its index as opened, which live as long as a connection does. */
+    private readonly companions: readonly (readonly [path: string, identity: FileIdentity])[],
+  ) {}
+
+  static opened(path: string): DatabaseFile {
+    const identity = identityAt(path)
+    if (identity === null) throw new Error('the database file vanished as it was opened')
+    const companions: [string, FileIdentity][] = []
+    for (const companion of [`${path}-wal`, `${path}-shm`]) {
+      const id = identityAt(companion)
+      if (id !== null) companions.push([companion, id])
+    }
+    return new DatabaseFile(path, identity, companions)
+  }
+
+  /**
+   * Once every connection is closed. SQLite does not checkpoint into a file that was removed or
+   * replaced, and leaves its write-ahead log at the path: the next start would replay that log
+   * into whatever file the path names then. So the log and its index go, if they are still the
+   * ones opened and the path names another file or none.
+   */
+  removeCompanionsIfMoved(): void {
+    let moved: boolean
+    try {
+      moved = !sameFile(identityAt(this.path), this.identity)
+    } catch {
+      return
+    }
+    if (!moved) return
+    for (const [path, identity] of this.companions) {
+      try {
+        if (sameFile(identityAt(path), identity)) rmSync(path, { force: true })
+      } catch {
+        // Left as it is: a file system failing this way fails the next start too, which says so.
+      }
+    }
+  }
+
+  /** Null while the path names the opened file; otherwise the fault to report. */
+  check(): StorageUnavailableError | null {
+    let now: FileIdentity | null
+    try {
+      now = identityAt(this.path)
+    } catch (err) {
+      return new StorageUnavailableError(IO_MESSAGE, 1, { cause: err })
+    }
+    return sameFile(now, this.identity) ? null : new StorageUnavailableError(REPLACED_MESSAGE)
+  }
+}
+
+/**
+ * A real write and sync that changes nothing: the header's user_version set to its own value
+ * (SQLite rewrites the header page even so). Readiness runs it only after a write failed, to
+ * learn when writes work again.
+ */
+export function writeProbe(db: Database.Database): () => void {
+  const read = db.prepare<[], number>('PRAGMA user_version').pluck().safeIntegers(false)
+  const probe = db.transaction(() => {
+    db.pragma(`user_version = ${read.get()!}`)
+  })
+  return () => probe.immediate()
+}

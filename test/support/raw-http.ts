@@ -1,0 +1,120 @@
+// A client that writes bytes as given on a TCP socket and reads the answers back: for requests no
+// well-behaved HTTP client would send (repeated headers, odd request targets, bodies still
+// arriving when the answer comes).
+import { connect } from 'node:net'
+
+export interface RawAnswer {
+  status: number
+  /** Names (lower case) and values in the order they came. */
+  headers: [string, string][]
+  body: string
+}
+
+export interface Exchange {
+  answers: RawAnswer[]
+  /** The connection was closed by the server (or reset) before the exchange ended. */
+  closed: boolean
+  /** The socket's error code, e.g. ECONNRESET, when it failed. */
+  error: string | undefined
+  /** Bytes that came but did not make a whole answer. */
+  rest: string
+  elapsedMs: number
+}
+
+export interface ExchangeOptions {
+  /** Resolve once this many answers have come (default 1). */
+  answers?: number
+  /** Resolve after this long whatever came (default 5 s). */
+  timeoutMs?: number
+  /** Read nothing until every byte has been written, as a client that sends first and reads after. */
+  readAfterWriting?: boolean
+  /** Written after `bytes`, one piece every `intervalMs` (a slow body). */
+  trickle?: { pieces: string[]; intervalMs: number }
+}
+
+export function header(answer: RawAnswer, name: string): string | undefined {
+  return answer.headers.find(([n]) => n === name)?.[1]
+}
+
+function parseAnswers(buffer: Buffer): { answers: RawAnswer[]; rest: Buffer } {
+  const answers: RawAnswer[] = []
+  let rest = buffer
+  for (;;) {
+    const headEnd = rest.indexOf('\r\n\r\n')
+    if (headEnd === -1) break
+    const [statusLine, ...lines] = rest.subarray(0, headEnd).toString('latin1').split('\r\n')
+    const headers = lines.map((line): [string, string] => {
+      const colon = line.indexOf(':')
+      return [line.slice(0, colon).toLowerCase(), line.slice(colon + 1).trim()]
+    })
+    const length = Number(headers.find(([n]) => n === 'content-length')?.[1] ?? 0)
+    const end = headEnd + 4 + length
+    if (rest.length < end) break
+    answers.push({
+      status: Number(statusLine!.split(' ')[1]),
+      headers,
+      body: rest.subarray(headEnd + 4, end).toString(),
+    })
+    rest = rest.subarray(end)
+  }
+  return { answers, rest }
+}
+
+/** Connects to 127.0.0.1:port, writes `bytes`, and collects the answers. */
+export function exchange(
+  port: number,
+  bytes: string | Buffer,
+  opts: ExchangeOptions = {},
+): Promise<Exchange> {
+  const wanted = opts.answers ?? 1
+  const started = performance.now()
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1')
+    let received = Buffer.alloc(0)
+    let error: string | undefined
+    let done = false
+    const timers: NodeJS.Timeout[] = []
+    const finish = (closed: boolean) => {
+      if (done) return
+      done = true
+      for (const timer of timers) clearTimeout(timer)
+      socket.destroy()
+      const { answers, rest } = parseAnswers(received)
+      resolve({
+        answers,
+        closed,
+        error,
+        rest: rest.toString(),
+        elapsedMs: performance.now() - started,
+      })
+    }
+    socket.on('data', (chunk: Buffer) => {
+      received = Buffer.concat([received, chunk])
+      if (parseAnswers(received).answers.length >= wanted) finish(false)
+    })
+    socket.on('error', (err: NodeJS.ErrnoException) => {
+      error = err.code
+    })
+    socket.on('close', () => finish(true))
+    timers.push(setTimeout(() => finish(false), opts.timeoutMs ?? 5000))
+    if (opts.readAfterWriting) socket.pause()
+    socket.write(bytes, () => {
+      if (opts.readAfterWriting) socket.resume()
+    })
+    opts.trickle?.pieces.forEach((piece, i) => {
+      timers.push(setTimeout(() => socket.write(piece), (i + 1) * opts.trickle!.intervalMs))
+    })
+  })
+}
+
+/** An HTTP/1.1 request as bytes: the request line, the headers as given (repeats allowed), a body. */
+export function rawRequest(
+  method: string,
+  target: string,
+  headers: [string, string][],
+  body?: string,
+): string {
+  const lines = [`${method} ${target} HTTP/1.1`, ...headers.map(([n, v]) => `${n}: ${v}`)]
+  if (body !== undefined) lines.push(`Content-Length: ${Buffer.byteLength(body)}`)
+  return `${lines.join('\r\n')}\r\n\r\n${body ?? ''}`
+}
