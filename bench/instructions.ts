@@ -15,7 +15,7 @@ import { Agent, request } from 'node:http'
 import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { createKey, freePort, NODE_FLAGS, ROOT, seed, serviceEnv } from './service.js'
+import { createKey, freePort, NODE_FLAGS, ROOT, seed, serviceEnv, sqlitePlace } from './service.js'
 
 const { values } = parseArgs({
   options: {
@@ -54,15 +54,21 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 const dir = mkdtempSync(join(tmpdir(), 'petstore-instructions-'))
 const out = join(dir, 'callgrind.out')
+const place = sqlitePlace(dir)
 let pid = 0
 try {
   log(`bench:instructions: seeding ${pets} pets in ${dir}`)
-  await seed(dir, pets)
-  const key = await createKey(dir)
+  await seed(place, pets)
+  const key = await createKey(place)
   const port = await freePort()
   const user = userInfo().username
   // callgrind_control finds the process by the user it runs as.
-  const env = { ...serviceEnv(dir, port), PETSTORE_COMPILE_CACHE: 'off', USER: user, LOGNAME: user }
+  const env = {
+    ...serviceEnv(place, port),
+    PETSTORE_COMPILE_CACHE: 'off',
+    USER: user,
+    LOGNAME: user,
+  }
   const child = spawn(
     'valgrind',
     [

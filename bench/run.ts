@@ -1,18 +1,23 @@
-// `npm run bench`: the service against a bare node:http baseline on this machine, each server
-// pinned to CPU 0 and wrk to CPU 1. See the "Benchmark" section of the README.
+// `npm run bench`: the service on each store (SQLite, PostgreSQL) against a bare node:http baseline
+// on this machine, each Node server pinned to CPU 0 and wrk to CPU 1. See the "Benchmark" section
+// of the README. `--stores sqlite,postgres` (the default) picks the stores; PostgreSQL is reached
+// through PETSTORE_BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres).
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { encodeCursor } from '../src/pets/cursor.js'
+import { createDatabase, dropDatabase, serverSettings } from './postgres.js'
 import {
   cpuSeconds,
   createKey,
+  type Place,
   peakRssMb,
   ROOT,
   type Running,
   seed,
+  sqlitePlace,
   startBaseline,
   startService,
   stop,
@@ -31,6 +36,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     connections: { type: 'string', default: '32' },
     reference: { type: 'string' },
+    stores: { type: 'string', default: 'sqlite,postgres' },
     keep: { type: 'boolean', default: false },
   },
 })
@@ -60,6 +66,19 @@ if (reference !== 0 && (reference < 100 || reference === pets)) {
   process.stderr.write('bench: --reference must be 0 (none) or at least 100 and not --pets\n')
   process.exit(2)
 }
+
+const STORE_NAMES = { sqlite: 'SQLite', postgres: 'PostgreSQL' } as const
+type StoreKind = keyof typeof STORE_NAMES
+
+function storeList(raw: string): StoreKind[] {
+  const list = raw.split(',').map((s) => s.trim())
+  if (list.some((s) => !(s in STORE_NAMES)) || new Set(list).size !== list.length) {
+    process.stderr.write('bench: --stores must list sqlite and/or postgres, each once\n')
+    process.exit(2)
+  }
+  return list as StoreKind[]
+}
+const stores = storeList(values.stores)
 
 interface Op {
   name: string
@@ -111,6 +130,10 @@ const createBody = '{"name":"bench-pet","categoryId":7,"status":"available"}'
 
 /** A service under test: its store, its key, and the operations as its catalogue's size needs them. */
 interface ServiceUnderTest {
+  store: StoreKind
+  pets: number
+  /** "SQLite", "PostgreSQL", or with the catalogue's size for a reference service: "SQLite 1,000". */
+  label: string
   running: Running
   key: string
   ops: Op[]
@@ -169,180 +192,260 @@ function opsFor(pets: number, dir: string): Op[] {
   ]
 }
 
-/** Seeds a fresh store of `pets` in `dir`, then starts the service on it twice (see below). */
-async function prepareService(dir: string, pets: number): Promise<ServiceUnderTest> {
+/** PostgreSQL databases made by this run, dropped by `cleanUp` whatever happens. */
+const databases: string[] = []
+
+/** A service to prepare: its store, its catalogue's size and its label. */
+interface Planned {
+  store: StoreKind
+  pets: number
+  label: string
+}
+
+/** A fresh, empty store of kind `store` for a service working in `dir`. */
+async function freshPlace(store: StoreKind, dir: string): Promise<Place> {
   mkdirSync(dir, { recursive: true })
-  log(`bench: seeding ${pets} pets in ${dir}`)
-  const seedMs = await seed(dir, pets)
-  log(`bench: seeded in ${(seedMs / 1000).toFixed(2)} s`)
-  const key = await createKey(dir)
-  const logFile = join(dir, 'service.log')
-  // First start opens the freshly seeded file; the second is the start-up that is reported.
-  await stop(await startService(dir, SERVER_CPU, logFile))
-  const running = await startService(dir, SERVER_CPU, logFile)
-  log(
-    `bench: service on ${pets} pets ready in ${running.startupMs.toFixed(0)} ms on port ${running.port}`,
+  if (store === 'sqlite') return sqlitePlace(dir)
+  const db = await createDatabase()
+  databases.push(db.name)
+  return { dir, databaseUrl: db.url }
+}
+
+/** Seeds the store at `place` with `pets`, then starts the service on it twice (see below). */
+async function prepareService(
+  { store, pets, label }: Planned,
+  place: Place,
+): Promise<ServiceUnderTest> {
+  log(`bench: ${label}: seeding ${pets} pets in ${place.databaseUrl}`)
+  const seedMs = await seed(place, pets)
+  log(`bench: ${label}: seeded in ${(seedMs / 1000).toFixed(2)} s`)
+  const key = await createKey(place)
+  const logFile = join(place.dir, 'service.log')
+  // First start opens the freshly seeded store; the second is the start-up that is reported.
+  await stop(await startService(place, SERVER_CPU, logFile))
+  const running = await startService(place, SERVER_CPU, logFile)
+  log(`bench: ${label}: ready in ${running.startupMs.toFixed(0)} ms on port ${running.port}`)
+  return { store, pets, label, running, key, ops: opsFor(pets, place.dir), seedMs, logFile }
+}
+
+/** What one measured run targets: the baseline or one of the services. */
+interface Target {
+  /** 'baseline' or the service's label. */
+  label: string
+  pid: number
+  port: number
+  key: string
+  /** The path and script of the i-th operation for this server. */
+  request(i: number): { path: string; script?: string }
+}
+
+/**
+ * Every round: per operation, each target in turn (the baseline first), a warm-up run then a
+ * measured one, with the CPU time the target's process spent during the measured run.
+ */
+async function measure(targets: Target[], samples: OpSamples[]): Promise<void> {
+  for (let round = 1; round <= rounds; round++) {
+    for (const [i, s] of samples.entries()) {
+      for (const target of targets) {
+        const { path, script } = target.request(i)
+        const run = {
+          url: `http://127.0.0.1:${target.port}${path}`,
+          connections,
+          cpu: LOAD_CPU,
+          headers: [`Authorization: Bearer ${target.key}`],
+          ...(script ? { script } : {}),
+        }
+        if (warmup > 0) s.warmupErrors += (await wrk({ ...run, seconds: warmup })).errors
+        const cpuBefore = cpuSeconds(target.pid)
+        const wallBefore = performance.now()
+        const result = await wrk({ ...run, seconds })
+        result.serverCpu =
+          (cpuSeconds(target.pid) - cpuBefore) / ((performance.now() - wallBefore) / 1000)
+        ;(target.label === 'baseline' ? s.baseline : s.services[target.label]!).push(result)
+        log(
+          `bench: round ${round}/${rounds} ${s.name} ${target.label}: ${result.rps.toFixed(0)} req/s, ` +
+            `p99 ${result.p99Ms.toFixed(2)} ms, server CPU ${(result.serverCpu * 100).toFixed(0)}%, errors ${result.errors}` +
+            (result.errors > 0 ? ` (${result.errorDetail})` : ''),
+        )
+      }
+    }
+  }
+}
+
+/** The results as markdown: the table, the scale tables, how the run went, every round. */
+async function report(
+  services: ServiceUnderTest[],
+  samples: OpSamples[],
+  statBefore: CpuStat,
+): Promise<string> {
+  const main = services.filter((s) => s.pets === pets)
+  const references = services.filter((s) => s.pets !== pets)
+  const loadAvg = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
+  const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT })
+    .toString()
+    .trim()
+  const dirty =
+    execFileSync('git', ['status', '--porcelain', '--', 'src'], { cwd: ROOT }).toString().trim() !==
+    ''
+  const names = new Map(
+    main[0]!.ops.map((op) => [op.name, op.baseline === 'list' ? 'list' : 'create']),
   )
-  return { running, key, ops: opsFor(pets, dir), seedMs, logFile }
+  const refSize = reference.toLocaleString('en-US')
+  const settings = stores.includes('postgres') ? await serverSettings() : ''
+  return [
+    `### ${pets.toLocaleString('en-US')} pets — ${new Date().toISOString().slice(0, 10)}`,
+    '',
+    table(
+      samples,
+      main.map((s) => s.label),
+      names,
+    ),
+    '',
+    ...references.flatMap((ref) => {
+      const big = main.find((s) => s.store === ref.store)!.label
+      return [
+        `${big} against a ${refSize}-pet ${big} service measured in the same rounds:`,
+        '',
+        scaleTable(samples, big, ref.label, pets, reference),
+        '',
+      ]
+    }),
+    ...services.map(
+      (s) =>
+        `- ${s.label}: peak RSS (VmHWM) ${peakRssMb(s.running.child.pid!).toFixed(1)} MB; ` +
+        `start-up on the existing store (process start to first /readyz 200) ${s.running.startupMs.toFixed(0)} ms; ` +
+        `seeding (\`petstore seed\`) ${(s.seedMs / 1000).toFixed(2)} s; log ${(statSync(s.logFile).size / 1e6).toFixed(0)} MB`,
+    ),
+    `- ${rounds} rounds, each operation ${warmup} s warm-up + ${seconds} s measured, in turn on the ` +
+      `baseline, then ${services.map((s) => s.label).join(', then ')}; ` +
+      `wrk -t 1 -c ${connections} on CPU ${LOAD_CPU}, each Node server on CPU ${SERVER_CPU}` +
+      (stores.includes('postgres')
+        ? '; PostgreSQL itself is not pinned: its processes run on either core, beside the service and beside wrk'
+        : ''),
+    "- ratio = the median over the rounds of each round's service req/s ÷ the same round's baseline req/s (baseline list for reads, baseline create for create), in brackets the lowest and highest round; req/s, latencies and CPU µs/req are medians over the rounds; errors = non-2xx + socket errors of all runs of the row, warm-ups included",
+    "- CPU µs/req is the Node process's CPU time (all its threads) per request; PostgreSQL's own processes are not in it, so for PostgreSQL the CPU ratio leaves out the database's share of the work",
+    '- services: logging JSON at info to a file, rate limiting on (limit 100,000,000 per window), auth on' +
+      (stores.includes('sqlite') ? '; SQLite synchronous=FULL' : '') +
+      (settings ? `; PostgreSQL: a fresh database per service, ${settings}` : ''),
+    `- load average at the end: ${loadAvg} (about 2 is the bench itself, a server and wrk; more means other work shared the two cores); the server CPU column of every round shows how much of its core each server got (near 100% when it alone is the bottleneck)`,
+    `- time the host took from this machine's CPUs while the rounds ran (steal, /proc/stat): ${(stealShare(statBefore, cpuStat()) * 100).toFixed(1)}% (on a virtual machine whose host is busy, req/s falls with it; CPU µs/req is what each request cost whatever the server was left of its core, and CPU ratio = baseline µs/req ÷ service µs/req)`,
+    `- ${cpus()[0]?.model ?? 'unknown CPU'} x${cpus().length}, Node ${process.version}, commit ${commit}${dirty ? ' (src modified)' : ''}`,
+    '',
+    '<details><summary>every round</summary>',
+    '',
+    perRound(
+      samples,
+      services.map((s) => s.label),
+    ),
+    '',
+    '</details>',
+    '',
+  ].join('\n')
 }
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-bench-'))
   const running: Running[] = []
-  const cleanUp = async () => {
-    for (const r of running) await stop(r)
-    if (!values.keep) rmSync(dir, { recursive: true, force: true })
+  let cleaning: Promise<void> | undefined
+  const cleanUp = () => {
+    cleaning ??= (async () => {
+      for (const r of running) await stop(r)
+      for (const name of databases) {
+        await dropDatabase(name).catch((err: Error) =>
+          log(`bench: could not drop ${name}: ${err.message}`),
+        )
+      }
+      if (!values.keep) rmSync(dir, { recursive: true, force: true })
+    })()
+    return cleaning
   }
-  process.once('SIGINT', () => {
-    void cleanUp().then(() => process.exit(130))
-  })
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      void cleanUp().then(() => process.exit(130))
+    })
+  }
   try {
-    const service = await prepareService(dir, pets)
-    running.push(service.running)
-    const small =
-      reference > 0
-        ? await prepareService(join(dir, `reference-${reference}`), reference)
-        : undefined
-    if (small) running.push(small.running)
-    const baseline = await startBaseline(SERVER_CPU, service.key)
+    // Per store, the reference service (if any) before the one it is compared with, as measured.
+    const plan: Planned[] = stores.flatMap((store) => [
+      ...(reference > 0
+        ? [
+            {
+              store,
+              pets: reference,
+              label: `${STORE_NAMES[store]} ${reference.toLocaleString('en-US')}`,
+            },
+          ]
+        : []),
+      { store, pets, label: STORE_NAMES[store] },
+    ])
+    // Every store is made before any is seeded, so an unreachable PostgreSQL fails at once.
+    const places: Place[] = []
+    for (const p of plan)
+      places.push(await freshPlace(p.store, join(dir, p.label.replace(/\W+/g, '-'))))
+    const services: ServiceUnderTest[] = []
+    for (const [i, p] of plan.entries()) {
+      const service = await prepareService(p, places[i]!)
+      running.push(service.running)
+      services.push(service)
+    }
+    const first = services.find((s) => s.pets === pets)!
+    const baseline = await startBaseline(SERVER_CPU, first.key)
     running.push(baseline)
 
-    const createLua = service.ops.find((op) => op.baseline === 'create')!.script!
-    for (const [i, op] of service.ops.entries()) {
-      await check(service.running.port, service.key, op, createBody)
-      if (small) await check(small.running.port, small.key, small.ops[i]!, createBody)
+    for (const [i, op] of first.ops.entries()) {
+      for (const s of services) await check(s.running.port, s.key, s.ops[i]!, createBody)
       await check(
         baseline.port,
-        service.key,
+        first.key,
         { ...op, expect: op.baseline === 'list' ? { status: 200, items: 20 } : { status: 201 } },
         createBody,
       )
     }
 
-    /** What one measured run targets: the baseline, the service, or the reference service. */
-    interface Target {
-      label: 'baseline' | 'service' | 'reference'
-      pid: number
-      port: number
-      key: string
-      /** The path and script of the i-th operation for this server. */
-      request(i: number): { path: string; script?: string }
-    }
-    const asTarget = (label: 'service' | 'reference', s: ServiceUnderTest): Target => ({
-      label,
-      pid: s.running.child.pid!,
-      port: s.running.port,
-      key: s.key,
-      request: (i) => s.ops[i]!,
-    })
+    const createLua = first.ops.find((op) => op.baseline === 'create')!.script!
     const targets: Target[] = [
       {
         label: 'baseline',
         pid: baseline.child.pid!,
         port: baseline.port,
-        key: service.key,
+        key: first.key,
         request: (i) =>
-          service.ops[i]!.baseline === 'create'
+          first.ops[i]!.baseline === 'create'
             ? { path: '/v1/pets', script: createLua }
             : { path: '/v1/pets?limit=20' },
       },
-      ...(small ? [asTarget('reference', small)] : []),
-      asTarget('service', service),
+      ...services.map((s) => ({
+        label: s.label,
+        pid: s.running.child.pid!,
+        port: s.running.port,
+        key: s.key,
+        request: (i: number) => s.ops[i]!,
+      })),
     ]
-
-    const statBefore = cpuStat()
-    const samples: OpSamples[] = service.ops.map((op) => ({
+    const samples: OpSamples[] = first.ops.map((op) => ({
       name: op.name,
       baseline: [],
-      service: [],
-      reference: [],
+      services: Object.fromEntries(services.map((s) => [s.label, []])),
       warmupErrors: 0,
     }))
-    for (let round = 1; round <= rounds; round++) {
-      for (const i of service.ops.keys()) {
-        const s = samples[i]!
-        for (const target of targets) {
-          const { path, script } = target.request(i)
-          const run = {
-            url: `http://127.0.0.1:${target.port}${path}`,
-            connections,
-            cpu: LOAD_CPU,
-            headers: [`Authorization: Bearer ${target.key}`],
-            ...(script ? { script } : {}),
-          }
-          if (warmup > 0) s.warmupErrors += (await wrk({ ...run, seconds: warmup })).errors
-          const cpuBefore = cpuSeconds(target.pid)
-          const wallBefore = performance.now()
-          const result = await wrk({ ...run, seconds })
-          result.serverCpu =
-            (cpuSeconds(target.pid) - cpuBefore) / ((performance.now() - wallBefore) / 1000)
-          s[target.label].push(result)
-          log(
-            `bench: round ${round}/${rounds} ${s.name} ${target.label}: ${result.rps.toFixed(0)} req/s, ` +
-              `p99 ${result.p99Ms.toFixed(2)} ms, server CPU ${(result.serverCpu * 100).toFixed(0)}%, errors ${result.errors}` +
-              (result.errors > 0 ? ` (${result.errorDetail})` : ''),
-          )
-        }
-      }
-    }
-    const rssMb = peakRssMb(service.running.child.pid!)
-    const loadAvg = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
-    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT })
-      .toString()
-      .trim()
-    const dirty =
-      execFileSync('git', ['status', '--porcelain', '--', 'src'], { cwd: ROOT })
-        .toString()
-        .trim() !== ''
-    const date = new Date().toISOString()
-    const logBytes = statSync(service.logFile).size
-    const names = new Map(
-      service.ops.map((op) => [op.name, op.baseline === 'list' ? 'list' : 'create']),
-    )
-    const md = [
-      `### ${pets.toLocaleString('en-US')} pets — ${date.slice(0, 10)}`,
-      '',
-      table(samples, names),
-      '',
-      ...(small
-        ? [
-            `Against a ${reference.toLocaleString('en-US')}-pet service measured in the same rounds:`,
-            '',
-            scaleTable(samples, pets, reference),
-            '',
-          ]
-        : []),
-      `- peak RSS of the service (VmHWM): ${rssMb.toFixed(1)} MB` +
-        (small
-          ? `; of the ${reference.toLocaleString('en-US')}-pet service: ${peakRssMb(small.running.child.pid!).toFixed(1)} MB`
-          : ''),
-      `- start-up on the existing database (process start to first /readyz 200): ${service.running.startupMs.toFixed(0)} ms`,
-      `- seeding ${pets.toLocaleString('en-US')} pets (\`petstore seed\`): ${(service.seedMs / 1000).toFixed(2)} s`,
-      `- ${rounds} rounds, each operation ${warmup} s warm-up + ${seconds} s measured, ` +
-        `${small ? `baseline, then the ${reference.toLocaleString('en-US')}-pet service, then the service` : 'baseline then service'}; ` +
-        `wrk -t 1 -c ${connections} on CPU ${LOAD_CPU}, each server on CPU ${SERVER_CPU}`,
-      `- medians over the rounds; ratio = service req/s / baseline req/s (baseline list for reads, baseline create for create); errors = non-2xx + socket errors of all runs, warm-ups included`,
-      `- service: logging JSON at info to a file (${(logBytes / 1e6).toFixed(0)} MB written), rate limiting on (limit 100,000,000 per window), auth on, SQLite synchronous=FULL`,
-      `- load average at the end: ${loadAvg} (about 2 is the bench itself, a server and wrk; more means other work shared the two cores); the server CPU column of every round shows how much of its core each server got (near 100% when it alone is the bottleneck)`,
-      `- time the host took from this machine's CPUs while the rounds ran (steal, /proc/stat): ${(stealShare(statBefore, cpuStat()) * 100).toFixed(1)}% (on a virtual machine whose host is busy, req/s falls with it; CPU µs/req is what each request cost whatever the server was left of its core, and CPU ratio = baseline µs/req ÷ service µs/req)`,
-      `- ${cpus()[0]?.model ?? 'unknown CPU'} x${cpus().length}, Node ${process.version}, commit ${commit}${dirty ? ' (src modified)' : ''}`,
-      '',
-      '<details><summary>every round</summary>',
-      '',
-      perRound(samples),
-      '',
-      '</details>',
-      '',
-    ].join('\n')
+    const statBefore = cpuStat()
+    await measure(targets, samples)
+
+    const md = await report(services, samples, statBefore)
     mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true })
-    const out = join(ROOT, 'bench', 'results', `${date.slice(0, 10)}-${pets}.md`)
+    const out = join(
+      ROOT,
+      'bench',
+      'results',
+      `${new Date().toISOString().slice(0, 10)}-${pets}.md`,
+    )
     writeFileSync(out, md)
     process.stdout.write(`${md}\nwritten to ${out}\n`)
     const errors = samples.reduce(
       (n, s) =>
         n +
         s.warmupErrors +
-        [...s.baseline, ...s.service, ...s.reference].reduce((m, r) => m + r.errors, 0),
+        [s.baseline, ...Object.values(s.services)].flat().reduce((m, r) => m + r.errors, 0),
       0,
     )
     if (errors > 0) process.exitCode = 1

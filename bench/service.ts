@@ -1,6 +1,6 @@
-// The two servers of `npm run bench` as child processes: the baseline and the real service
-// (`node dist/main.js serve`), each pinned to one core with taskset, plus the CLI steps that
-// prepare the service's store (seed, keys create).
+// The servers of `npm run bench` as child processes: the baseline and the real service
+// (`node dist/main.js serve`, on SQLite or PostgreSQL), each pinned to one core with taskset, plus
+// the CLI steps that prepare the service's store (seed, keys create).
 import { type ChildProcess, spawn } from 'node:child_process'
 import { closeSync, openSync, readFileSync } from 'node:fs'
 import { request } from 'node:http'
@@ -38,8 +38,21 @@ export function freePort(): Promise<number> {
   })
 }
 
+/** Where a service runs: its folder (working directory, log, wrk scripts) and its database. */
+export interface Place {
+  dir: string
+  /** `sqlite:<file>` or `postgres://…` */
+  databaseUrl: string
+}
+
+/** A SQLite store in `dir`. */
+export const sqlitePlace = (dir: string): Place => ({
+  dir,
+  databaseUrl: `sqlite:${join(dir, 'petstore.db')}`,
+})
+
 /** The service's environment: only what the bench sets, never the caller's PETSTORE_* settings. */
-export function serviceEnv(dir: string, port: number): NodeJS.ProcessEnv {
+export function serviceEnv(place: Place, port: number): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {}
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('PETSTORE_')) env[k] = v
   return {
@@ -47,7 +60,7 @@ export function serviceEnv(dir: string, port: number): NodeJS.ProcessEnv {
     NODE_ENV: 'production',
     PORT: String(port),
     HOST: '127.0.0.1',
-    PETSTORE_DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`,
+    PETSTORE_DATABASE_URL: place.databaseUrl,
     // Rate limiting stays on (every request is counted) but the bench never reaches the limit.
     PETSTORE_RATE_LIMIT_MAX: '100000000',
     PETSTORE_LOG_LEVEL: 'info',
@@ -62,14 +75,14 @@ function cli(args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<strin
 }
 
 /** Seeds the store (its own process, as an operator would) and returns the wall time in ms. */
-export async function seed(dir: string, pets: number): Promise<number> {
+export async function seed(place: Place, pets: number): Promise<number> {
   const started = performance.now()
-  await cli(['seed', '--count', String(pets)], serviceEnv(dir, 0), dir)
+  await cli(['seed', '--count', String(pets)], serviceEnv(place, 0), place.dir)
   return performance.now() - started
 }
 
-export async function createKey(dir: string): Promise<string> {
-  const out = await cli(['keys', 'create', '--name', 'bench'], serviceEnv(dir, 0), dir)
+export async function createKey(place: Place): Promise<string> {
+  const out = await cli(['keys', 'create', '--name', 'bench'], serviceEnv(place, 0), place.dir)
   const key = out.trim().split('\n').at(-1)?.trim() ?? ''
   if (!/^pet_[0-9a-f]{12}_[A-Za-z0-9_-]{43}$/.test(key)) throw new Error(`no key in: ${out}`)
   return key
@@ -98,7 +111,7 @@ function exited(child: ChildProcess): Promise<never> {
  * Starts the service pinned to `cpu`, its log (JSON, one line per request, as in production)
  * appended to `logFile`, and waits for `/readyz` to answer 200, polling every 2 ms.
  */
-export async function startService(dir: string, cpu: number, logFile: string): Promise<Running> {
+export async function startService(place: Place, cpu: number, logFile: string): Promise<Running> {
   const port = await freePort()
   const log = openSync(logFile, 'a')
   const started = performance.now()
@@ -106,8 +119,8 @@ export async function startService(dir: string, cpu: number, logFile: string): P
     'taskset',
     ['-c', String(cpu), process.execPath, ...NODE_FLAGS, CLI, 'serve'],
     {
-      env: serviceEnv(dir, port),
-      cwd: dir,
+      env: serviceEnv(place, port),
+      cwd: place.dir,
       stdio: ['ignore', log, log],
     },
   )

@@ -3,11 +3,10 @@ import type { WrkResult } from './wrk.js'
 
 export interface OpSamples {
   name: string
-  /** The baseline runs this operation is compared with (one per round, run just before it). */
+  /** The baseline runs this operation is compared with (one per round, run just before the others). */
   baseline: WrkResult[]
-  service: WrkResult[]
-  /** The same operation on the reference service (a smaller catalogue), when the bench runs one. */
-  reference: WrkResult[]
+  /** Each service's runs of this operation, one per round, by the service's label ("SQLite"). */
+  services: Record<string, WrkResult[]>
   /** Errors in the warm-up runs, which are otherwise not reported. */
   warmupErrors: number
 }
@@ -29,57 +28,94 @@ export const cpuUsPerRequest = (r: WrkResult): number =>
 const fmt = (n: number, digits = 0) =>
   n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
 
-export function table(ops: OpSamples[], baselineNames: Map<string, string>): string {
-  const rows = [
-    '| operation | req/s (median) | p50 ms | p99 ms | errors | baseline | baseline req/s | ratio | CPU µs/req | baseline CPU µs/req | CPU ratio |',
-    '| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |',
-  ]
-  for (const op of ops) {
-    const rps = median(op.service.map((r) => r.rps))
-    const base = median(op.baseline.map((r) => r.rps))
-    const errors = [...op.service, ...op.baseline].reduce((s, r) => s + r.errors, op.warmupErrors)
-    const cpu = median(op.service.map(cpuUsPerRequest))
-    const baseCpu = median(op.baseline.map(cpuUsPerRequest))
-    rows.push(
-      `| ${op.name} | ${fmt(rps)} | ${fmt(median(op.service.map((r) => r.p50Ms)), 2)} | ` +
-        `${fmt(median(op.service.map((r) => r.p99Ms)), 2)} | ${errors} | ` +
-        `${baselineNames.get(op.name) ?? ''} | ${fmt(base)} | ${fmt(rps / base, 2)} | ` +
-        `${fmt(cpu, 1)} | ${fmt(baseCpu, 1)} | ${fmt(baseCpu / cpu, 2)} |`,
-    )
-  }
-  return rows.join('\n')
-}
-
 /** The median over the rounds of a figure of each round's pair of runs. */
 const pairedMedian = (a: WrkResult[], b: WrkResult[], f: (a: WrkResult, b: WrkResult) => number) =>
   median(a.map((x, i) => f(x, b[i]!)))
 
 /**
- * Each operation on the service against the same operation on the reference service, run right
- * after it in each round. The slowdown is the median of the rounds' own ratios, so a host that is
- * slower in one round than in the next moves both sides of that round's ratio alike.
+ * The median over the rounds of each round's service req/s ÷ the same round's baseline req/s, and
+ * the lowest and highest of them: a host slower in one round moves both sides of its ratio alike.
  */
-export function scaleTable(ops: OpSamples[], pets: number, reference: number): string {
-  const big = pets.toLocaleString('en-US')
-  const ref = reference.toLocaleString('en-US')
+function ratioCell(runs: WrkResult[], baseline: WrkResult[]): string {
+  const ratios = runs.map((r, i) => r.rps / baseline[i]!.rps)
+  return `${fmt(median(ratios), 2)} (${fmt(Math.min(...ratios), 2)}–${fmt(Math.max(...ratios), 2)})`
+}
+
+const errorsOf = (op: OpSamples) =>
+  [op.baseline, ...Object.values(op.services)]
+    .flat()
+    .reduce((s, r) => s + r.errors, op.warmupErrors)
+
+/** One row per operation, a group of columns per service: `labels` in their order. */
+export function table(
+  ops: OpSamples[],
+  labels: string[],
+  baselineNames: Map<string, string>,
+): string {
   const rows = [
-    `| operation | req/s at ${ref} | ratio at ${ref} | req/s at ${big} | ratio at ${big} | slowdown (${ref} ÷ ${big} req/s) | CPU µs/req at ${ref} | CPU µs/req at ${big} | CPU slowdown |`,
+    '| operation | baseline | baseline req/s | baseline CPU µs/req |' +
+      labels
+        .map(
+          (l) =>
+            ` ${l} req/s | ${l} ratio (range) | ${l} p50 / p99 ms | ${l} CPU µs/req | ${l} CPU ratio |`,
+        )
+        .join('') +
+      ' errors |',
+    `| --- | --- | ---: | ---: |${' ---: | ---: | ---: | ---: | ---: |'.repeat(labels.length)} ---: |`,
+  ]
+  for (const op of ops) {
+    const cells = labels.map((l) => {
+      const runs = op.services[l]!
+      return (
+        ` ${fmt(median(runs.map((r) => r.rps)))} | ${ratioCell(runs, op.baseline)} | ` +
+        `${fmt(median(runs.map((r) => r.p50Ms)), 2)} / ${fmt(median(runs.map((r) => r.p99Ms)), 2)} | ` +
+        `${fmt(median(runs.map(cpuUsPerRequest)), 1)} | ` +
+        `${fmt(
+          pairedMedian(runs, op.baseline, (s, b) => cpuUsPerRequest(b) / cpuUsPerRequest(s)),
+          2,
+        )} |`
+      )
+    })
+    rows.push(
+      `| ${op.name} | ${baselineNames.get(op.name) ?? ''} | ${fmt(median(op.baseline.map((r) => r.rps)))} | ` +
+        `${fmt(median(op.baseline.map(cpuUsPerRequest)), 1)} |${cells.join('')} ${errorsOf(op)} |`,
+    )
+  }
+  return rows.join('\n')
+}
+
+/**
+ * Each operation on the service labelled `big` against the same operation on the service labelled
+ * `ref` (the same store, a smaller catalogue), run right before it in each round. The slowdown is
+ * the median of the rounds' own ratios.
+ */
+export function scaleTable(
+  ops: OpSamples[],
+  big: string,
+  ref: string,
+  pets: number,
+  reference: number,
+): string {
+  const large = pets.toLocaleString('en-US')
+  const small = reference.toLocaleString('en-US')
+  const rows = [
+    `| operation | req/s at ${small} | ratio at ${small} | req/s at ${large} | ratio at ${large} | slowdown (${small} ÷ ${large} req/s) | CPU µs/req at ${small} | CPU µs/req at ${large} | CPU slowdown |`,
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
   ]
   for (const op of ops) {
-    const base = median(op.baseline.map((r) => r.rps))
-    const refRps = median(op.reference.map((r) => r.rps))
-    const rps = median(op.service.map((r) => r.rps))
+    const refRuns = op.services[ref]!
+    const runs = op.services[big]!
     rows.push(
-      `| ${op.name} | ${fmt(refRps)} | ${fmt(refRps / base, 2)} | ${fmt(rps)} | ${fmt(rps / base, 2)} | ` +
+      `| ${op.name} | ${fmt(median(refRuns.map((r) => r.rps)))} | ${ratioCell(refRuns, op.baseline)} | ` +
+        `${fmt(median(runs.map((r) => r.rps)))} | ${ratioCell(runs, op.baseline)} | ` +
         `${fmt(
-          pairedMedian(op.reference, op.service, (r, s) => r.rps / s.rps),
+          pairedMedian(refRuns, runs, (r, s) => r.rps / s.rps),
           2,
         )}x | ` +
-        `${fmt(median(op.reference.map(cpuUsPerRequest)), 1)} | ` +
-        `${fmt(median(op.service.map(cpuUsPerRequest)), 1)} | ` +
+        `${fmt(median(refRuns.map(cpuUsPerRequest)), 1)} | ` +
+        `${fmt(median(runs.map(cpuUsPerRequest)), 1)} | ` +
         `${fmt(
-          pairedMedian(op.reference, op.service, (r, s) => cpuUsPerRequest(s) / cpuUsPerRequest(r)),
+          pairedMedian(refRuns, runs, (r, s) => cpuUsPerRequest(s) / cpuUsPerRequest(r)),
           2,
         )}x |`,
     )
@@ -90,22 +126,26 @@ export function scaleTable(ops: OpSamples[], pets: number, reference: number): s
 const pct = (share: number) => `${Math.round(share * 100)}%`
 
 /** Every measured run, so a reader can see the spread behind each median. */
-export function perRound(ops: OpSamples[]): string {
-  const withReference = ops.some((op) => op.reference.length > 0)
+export function perRound(ops: OpSamples[], labels: string[]): string {
   const rows = [
     '| operation | round | baseline req/s | baseline CPU | baseline µs/req |' +
-      (withReference ? ' reference req/s | reference CPU | reference µs/req |' : '') +
-      ' service req/s | service CPU | service µs/req | service p99 ms |',
-    `| --- | ---: | ---: | ---: | ---: |${withReference ? ' ---: | ---: | ---: |' : ''} ---: | ---: | ---: | ---: |`,
+      labels
+        .map((l) => ` ${l} req/s | ${l} CPU | ${l} µs/req | ${l} ratio | ${l} p99 ms |`)
+        .join(''),
+    `| --- | ---: | ---: | ---: | ---: |${' ---: | ---: | ---: | ---: | ---: |'.repeat(labels.length)}`,
   ]
-  const cells = (r: WrkResult | undefined) =>
-    `${fmt(r?.rps ?? 0)} | ${pct(r?.serverCpu ?? 0)} | ${fmt(r ? cpuUsPerRequest(r) : 0, 1)} |`
+  const cells = (r: WrkResult) =>
+    ` ${fmt(r.rps)} | ${pct(r.serverCpu)} | ${fmt(cpuUsPerRequest(r), 1)} |`
   for (const op of ops) {
-    op.service.forEach((s, i) => {
+    op.baseline.forEach((b, i) => {
       rows.push(
-        `| ${op.name} | ${i + 1} | ${cells(op.baseline[i])}` +
-          (withReference ? ` ${cells(op.reference[i])}` : '') +
-          ` ${cells(s)} ${fmt(s.p99Ms, 2)} |`,
+        `| ${op.name} | ${i + 1} |${cells(b)}` +
+          labels
+            .map((l) => {
+              const r = op.services[l]![i]!
+              return `${cells(r)} ${fmt(r.rps / b.rps, 2)} | ${fmt(r.p99Ms, 2)} |`
+            })
+            .join(''),
       )
     })
   }

@@ -1,6 +1,8 @@
 // The only module that reads process.env: every setting is parsed and checked here, once, at start.
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
+import { durationParser } from './duration.js'
+import { GETPET_SUNSET } from './pets/deprecation.js'
 import { DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY } from './storage/idempotency-cap.js'
 
 export interface Config {
@@ -77,13 +79,13 @@ const integer =
     return n
   }
 
-const durationUnits: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
+const settingDuration = durationParser(['ms', 's', 'm', 'h'])
 
 /** A duration such as `500ms`, `30s`, `1m`, `2h`; returns milliseconds. */
 export const duration: Parser<number> = (raw) => {
-  const m = /^(\d+)(ms|s|m|h)$/.exec(raw)
-  if (!m) throw new Error()
-  return Number(m[1]) * durationUnits[m[2]!]!
+  const ms = settingDuration(raw)
+  if (ms === null) throw new Error()
+  return ms
 }
 
 const instant: Parser<Date> = (raw) => {
@@ -531,9 +533,6 @@ export function loadConfig(
   if (problems.length > 0) throw new ConfigError(problems)
   return result
 }
-
-/** Removal date of getPet, fixed by the interface specification. */
-export const GETPET_SUNSET = new Date('2030-12-05T00:00:00Z')
 
 /** Settings for tests and tools: the defaults with some overridden. */
 export function configWith(overrides: Partial<Config> = {}): Config {

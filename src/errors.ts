@@ -41,7 +41,7 @@ export class ApiError extends Error {
   }
 
   toBody(): ErrorBody {
-    return { code: this.code, message: this.message, status: this.status }
+    return errorBody(this.code, this.message)
   }
 }
 
@@ -53,6 +53,14 @@ export function codeForStatus(status: number): ErrorCode {
   return 'invalid_request'
 }
 
-export function errorBody(code: ErrorCode, message: string): ErrorBody {
-  return { code, message, status: errorStatus[code] }
+/**
+ * The one place an Error body is shaped. `status` differs from the code's only where the HTTP
+ * parser answers a status no code stands for (408, 414, 431, all `invalid_request`).
+ */
+export function errorBody(
+  code: ErrorCode,
+  message: string,
+  status: number = errorStatus[code],
+): ErrorBody {
+  return { code, message, status }
 }

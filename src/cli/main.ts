@@ -2,10 +2,10 @@
 import cluster from 'node:cluster'
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander'
 import { type Config, ConfigError, loadConfig } from '../config.js'
+import { durationParser } from '../duration.js'
 import { clockFor, startServer } from '../server.js'
 import { openStore } from '../storage/open-store.js'
 import type { Store } from '../storage/store.js'
-import { parseDuration } from './duration.js'
 import { createKeyCommand, listKeysCommand, revokeKeyCommand } from './keys.js'
 import {
   DEFAULT_BATCH_SIZE,
@@ -48,8 +48,11 @@ async function withStore<T>(cfg: Config, fn: (store: Store) => Promise<T>): Prom
   }
 }
 
+/** `90s`, `30m`, `12h`, `30d`, `2w`: from 1 to 9,999,999 of a unit, written without a leading zero. */
+const keyLifetime = durationParser(['s', 'm', 'h', 'd', 'w'], '[1-9][0-9]{0,6}')
+
 function durationArg(text: string): number {
-  const ms = parseDuration(text)
+  const ms = keyLifetime(text)
   if (ms === null)
     throw new InvalidArgumentError('expected a duration such as 90s, 30m, 12h, 30d or 2w')
   return ms

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Socket } from 'node:net'
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply } from 'fastify'
-import { ApiError, codeForStatus, type ErrorBody, errorBody, errorStatus } from '../errors.js'
+import { ApiError, codeForStatus, type ErrorBody, errorBody } from '../errors.js'
 import { StorageUnavailableError } from '../storage/errors.js'
 import { shownPath } from './request-target.js'
 
@@ -98,7 +98,7 @@ export function toErrorBody(
     const message =
       FRAMEWORK_MESSAGES[status] ??
       (code === 'invalid_request' ? error.message : code.replace(/_/g, ' '))
-    return { body: { code, message, status: errorStatus[code] }, headers: {} }
+    return { body: errorBody(code, message), headers: {} }
   }
   log.error({ err: error }, 'unhandled error')
   // A 5xx never carries the error's own message: it could hold SQL, paths or a stack.
@@ -181,7 +181,7 @@ export function handleClientError(
   }
   const status = CLIENT_ERROR_STATUS[error.code ?? ''] ?? 400
   const { reason, message } = CLIENT_ERRORS[status]!
-  const body = JSON.stringify({ code: 'invalid_request', message, status })
+  const body = JSON.stringify(errorBody('invalid_request', message, status))
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n` +

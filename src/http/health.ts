@@ -1,5 +1,6 @@
 // Liveness and readiness, outside /v1 and without authentication.
 import type { FastifyInstance } from 'fastify'
+import { errorBody } from '../errors.js'
 import type { Store } from '../storage/store.js'
 
 export interface HealthOptions {
@@ -21,14 +22,14 @@ export async function healthRoutes(app: FastifyInstance, opts: HealthOptions): P
     async (request, reply) => {
       if (opts.isDraining()) {
         reply.code(503)
-        return { code: 'service_unavailable', message: 'shutting down', status: 503 }
+        return errorBody('service_unavailable', 'shutting down')
       }
       try {
         await opts.store.ping()
       } catch (err) {
         request.log.warn({ err }, 'storage is not reachable')
         reply.code(503)
-        return { code: 'service_unavailable', message: 'storage is not reachable', status: 503 }
+        return errorBody('service_unavailable', 'storage is not reachable')
       }
       return { status: 'ready' }
     },

@@ -1,7 +1,24 @@
 // getPet is deprecated: the headers every response of it carries, and the count of who calls it.
 import type { Clock } from '../clock.js'
-import { GETPET_SUNSET } from '../config.js'
 import type { DeprecatedCalls } from '../observability/metrics.js'
+
+/** Removal of getPet, fixed by the interface specification; every text about it derives from it. */
+export const GETPET_SUNSET = new Date('2030-12-05T00:00:00Z')
+
+/** The sunset as the header, the 410 message and the OpenAPI descriptions write it. */
+export const getPetSunset = {
+  /** RFC 8594 `Sunset` value, an HTTP date: `Thu, 05 Dec 2030 00:00:00 GMT`. */
+  httpDate: GETPET_SUNSET.toUTCString(),
+  /** `2030-12-05`. */
+  isoDay: GETPET_SUNSET.toISOString().slice(0, 10),
+  /** `5 December 2030`. */
+  longDay: new Intl.DateTimeFormat('en-GB', {
+    day: 'numeric',
+    month: 'long',
+    year: 'numeric',
+    timeZone: 'UTC',
+  }).format(GETPET_SUNSET),
+}
 
 export type DeprecationHeaders = Record<'deprecation' | 'sunset' | 'link', string>
 
@@ -9,7 +26,7 @@ export type DeprecationHeaders = Record<'deprecation' | 'sunset' | 'link', strin
 export function deprecationHeaders(deprecatedAt: Date): DeprecationHeaders {
   return {
     deprecation: `@${Math.floor(deprecatedAt.getTime() / 1000)}`,
-    sunset: GETPET_SUNSET.toUTCString(),
+    sunset: getPetSunset.httpDate,
     link: '</v1/pets>; rel="successor-version"',
   }
 }

@@ -1,6 +1,7 @@
 // Response entries of the route schemas: a body schema with the description and headers that
 // the OpenAPI document shows for it.
 import type { TSchema } from '@sinclair/typebox'
+import { getPetSunset } from './deprecation.js'
 import { ErrorSchema } from './schemas.js'
 
 interface HeaderDoc {
@@ -33,7 +34,7 @@ export const headers = {
   },
   deprecation: {
     Deprecation: h('RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated.'),
-    Sunset: h('RFC 8594: `Thu, 05 Dec 2030 00:00:00 GMT`, when the operation is removed.'),
+    Sunset: h(`RFC 8594: \`${getPetSunset.httpDate}\`, when the operation is removed.`),
     Link: h('`</v1/pets>; rel="successor-version"`: the operation to use instead.'),
   },
 } as const

@@ -6,7 +6,7 @@ import { authenticatedKey } from '../auth/authenticate.js'
 import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
 import type { NewPet as NewPetRecord } from '../storage/store.js'
-import { type DeprecatedCallCounter, isSunset } from './deprecation.js'
+import { type DeprecatedCallCounter, getPetSunset, isSunset } from './deprecation.js'
 import { nextPageLink } from './next-link.js'
 import { type CachedPage, PageCache } from './page-cache.js'
 import { errorResponse, headers, withHeaders } from './responses.js'
@@ -146,15 +146,17 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
       // Runs after authentication: the sunset answer, and the count of who still calls.
       onRequest: async (request) => {
         if (isSunset(clock.nowMs())) {
-          throw new ApiError('gone', 'getPet was removed on 2030-12-05; use GET /v1/pets')
+          throw new ApiError(
+            'gone',
+            `getPet was removed on ${getPetSunset.isoDay}; use GET /v1/pets`,
+          )
         }
         deprecatedCalls.record(request.log, 'getPet', authenticatedKey(request))
       },
       schema: {
         operationId: 'getPet',
         summary: 'Get an animal',
-        description:
-          'Deprecated: removed on 5 December 2030, after which it answers 410. Use `GET /pets` with the `status` filter instead.',
+        description: `Deprecated: removed on ${getPetSunset.longDay}, after which it answers 410. Use \`GET /pets\` with the \`status\` filter instead.`,
         deprecated: true,
         tags: ['animals'],
         params: PetIdParams,

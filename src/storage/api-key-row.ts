@@ -2,12 +2,30 @@
 import type { ApiKeyRecord } from './store.js'
 
 export interface ApiKeyRow {
+  /** Null only in the row keyLookupColumns gives for a missing key. */
   id: string
   name: string
   secret_hash: Buffer
   created_at: bigint
   expires_at: bigint | null
   revoked_at: bigint | null
+}
+
+/**
+ * Columns of a key looked up by id, as one row whether the key exists or not (the missing key's
+ * columns filled with values of the same types, `id` null): the database and the driver then do
+ * the same work either way, so the time of a refusal does not tell whether a key id exists.
+ * `hash32` is the dialect's expression for 32 zero bytes.
+ */
+export const keyLookupColumns = (hash32: string) =>
+  `k.id AS id, coalesce(k.name, '') AS name, coalesce(k.secret_hash, ${hash32}) AS secret_hash,
+   coalesce(k.created_at, 0) AS created_at, k.expires_at AS expires_at, k.revoked_at AS revoked_at`
+
+/** The record of a lookup by keyLookupColumns; null for the row of a missing key. */
+export function foundApiKey(row: ApiKeyRow | undefined): ApiKeyRecord | null {
+  if (row === undefined) return null
+  const record = toApiKey(row)
+  return row.id === null ? null : record
 }
 
 const toDate = (ms: bigint | null): Date | null => (ms === null ? null : new Date(Number(ms)))

@@ -1,10 +1,11 @@
 // The PostgreSQL adapter: several service processes share one database through it.
 import { Kysely, Migrator, PostgresDialect, sql } from 'kysely'
 import pg from 'pg'
-import { type ApiKeyRow, toApiKey } from '../api-key-row.js'
+import { type ApiKeyRow, foundApiKey, keyLookupColumns, toApiKey } from '../api-key-row.js'
 import { AsyncWriteBatcher } from '../async-write-batcher.js'
 import { StorageUnavailableError } from '../errors.js'
 import { DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY, IdempotencyCap } from '../idempotency-cap.js'
+import { decideIdempotencyClaim, type IdempotencyRow } from '../idempotency-claim.js'
 import type {
   ApiKeyRecord,
   IdempotencyClaim,
@@ -323,6 +324,8 @@ export class PostgresStore implements Store {
   async claimIdempotencyKey(req: IdempotencyClaimRequest): Promise<IdempotencyClaim> {
     const now = req.now.getTime()
     return this.transaction(async (client) => {
+      // No row yet: claimed, as decideIdempotencyClaim has it, in one statement that concurrent
+      // claims of the same new key cannot both pass.
       const inserted = await client.query(
         `INSERT INTO idempotency_keys
            (api_key_id, idempotency_key, request_hash, pet_id, created_at, locked_until)
@@ -332,25 +335,14 @@ export class PostgresStore implements Store {
       )
       if (inserted.rowCount === 1) return this.claimed(client, req.apiKeyId)
       // The row exists: lock it, so concurrent claims through other instances decide one by one.
-      const { rows } = await client.query<{
-        request_hash: string
-        pet_id: bigint | null
-        created_at: bigint
-        locked_until: bigint | null
-      }>(
+      const { rows } = await client.query<IdempotencyRow>(
         `SELECT request_hash, pet_id, created_at, locked_until FROM idempotency_keys
          WHERE api_key_id = $1 AND idempotency_key = $2 FOR UPDATE`,
         [req.apiKeyId, req.key],
       )
-      const row = rows[0]
-      // Purged or released between the two statements: the key is free, so take it.
-      if (row && Number(row.created_at) + req.retentionMs > now) {
-        if (row.request_hash !== req.requestHash) return { outcome: 'mismatch' } as const
-        if (row.pet_id !== null) return { outcome: 'completed', petId: row.pet_id } as const
-        if (row.locked_until !== null && Number(row.locked_until) > now) {
-          return { outcome: 'in_progress' } as const
-        }
-      }
+      // No row: purged or released between the two statements, so the key is free to take.
+      const decided = decideIdempotencyClaim(rows[0], req)
+      if (decided.outcome !== 'claimed') return decided
       await client.query(
         `INSERT INTO idempotency_keys
            (api_key_id, idempotency_key, request_hash, pet_id, created_at, locked_until)
@@ -431,10 +423,11 @@ export class PostgresStore implements Store {
   async findApiKey(id: string): Promise<ApiKeyRecord | null> {
     const [row] = await this.query<ApiKeyRow>(
       'find-api-key',
-      'SELECT * FROM api_keys WHERE id = $1',
+      `SELECT ${keyLookupColumns(`'\\x${'00'.repeat(32)}'::bytea`)}
+       FROM (SELECT $1::text AS wanted) AS w LEFT JOIN api_keys AS k ON k.id = w.wanted`,
       [id],
     )
-    return row ? toApiKey(row) : null
+    return foundApiKey(row)
   }
 
   async listApiKeys(): Promise<ApiKeyRecord[]> {

@@ -1,8 +1,9 @@
 import type Database from 'better-sqlite3'
-import { type ApiKeyRow, toApiKey } from '../api-key-row.js'
+import { type ApiKeyRow, foundApiKey, keyLookupColumns, toApiKey } from '../api-key-row.js'
 import { AsyncWriteBatcher } from '../async-write-batcher.js'
 import { StorageUnavailableError } from '../errors.js'
 import { DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY, IdempotencyCap } from '../idempotency-cap.js'
+import { decideIdempotencyClaim, type IdempotencyRow } from '../idempotency-claim.js'
 import type {
   ApiKeyRecord,
   IdempotencyClaim,
@@ -22,13 +23,6 @@ import { type CreateItem, createTransaction, petInserter } from './pet-writes.js
 import { SnapshotReader } from './snapshot-reader.js'
 import { WalIndexVersion } from './wal-index-version.js'
 import { SqliteWriter } from './writer.js'
-
-interface IdempotencyRow {
-  request_hash: string
-  pet_id: bigint | null
-  created_at: bigint
-  locked_until: bigint | null
-}
 
 /**
  * Opens the store: one connection on the main thread for reads and rare writes (keys,
@@ -142,7 +136,10 @@ export class SqliteStore implements Store {
       insertApiKey: db.prepare<[string, string, Buffer, number, number | null, number | null]>(
         'INSERT INTO api_keys (id, name, secret_hash, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?)',
       ),
-      findApiKey: db.prepare<[string], ApiKeyRow>('SELECT * FROM api_keys WHERE id = ?'),
+      findApiKey: db.prepare<[string], ApiKeyRow>(
+        `SELECT ${keyLookupColumns('zeroblob(32)')}
+         FROM (SELECT ? AS wanted) AS w LEFT JOIN api_keys AS k ON k.id = w.wanted`,
+      ),
       listApiKeys: db.prepare<[], ApiKeyRow>('SELECT * FROM api_keys ORDER BY created_at, id'),
       revokeApiKey: db.prepare<[number, string]>(
         'UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL',
@@ -232,14 +229,8 @@ export class SqliteStore implements Store {
     const now = req.now.getTime()
     const claim = this.db.transaction((): IdempotencyClaim => {
       const row = this.statements.findIdempotency.get(req.apiKeyId, req.key)
-      const live = row !== undefined && Number(row.created_at) + req.retentionMs > now
-      if (row && live) {
-        if (row.request_hash !== req.requestHash) return { outcome: 'mismatch' }
-        if (row.pet_id !== null) return { outcome: 'completed', petId: row.pet_id }
-        if (row.locked_until !== null && Number(row.locked_until) > now) {
-          return { outcome: 'in_progress' }
-        }
-      }
+      const decided = decideIdempotencyClaim(row, req)
+      if (decided.outcome !== 'claimed') return decided
       this.statements.upsertIdempotency.run(
         req.apiKeyId,
         req.key,
@@ -305,7 +296,7 @@ export class SqliteStore implements Store {
     } catch (err) {
       throw this.failed(err)
     }
-    return row ? toApiKey(row) : null
+    return foundApiKey(row)
   }
 
   async listApiKeys(): Promise<ApiKeyRecord[]> {
