@@ -31,6 +31,10 @@ export interface RunningServer {
   stop(opts?: { drainDelayMs?: number }): Promise<void>
 }
 
+/** How the start-up lines begin, the API's and the metrics listener's, each before its URL. */
+export const LISTENING_BANNER = 'petstore listening on'
+export const METRICS_BANNER = 'petstore metrics on'
+
 /** A Redis that does not answer within these bounds counts as down: requests go unlimited. */
 const REDIS_CONNECT_TIMEOUT_MS = 2000
 const REDIS_COMMAND_TIMEOUT_MS = 1000
@@ -217,9 +221,9 @@ export async function startServer(
     typeof addr === 'string' || addr === null
       ? String(addr)
       : `${tls ? 'https' : 'http'}://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`
-  out.write(`petstore listening on ${address} (store: ${store.kind})\n`)
+  out.write(`${LISTENING_BANNER} ${address} (store: ${store.kind})\n`)
   const metricsUrl = metricsServer?.url ?? null
-  if (metricsUrl !== null) out.write(`petstore metrics on ${metricsUrl}\n`)
+  if (metricsUrl !== null) out.write(`${METRICS_BANNER} ${metricsUrl}\n`)
 
   let stopping: Promise<void> | undefined
   const stop = (opts: { drainDelayMs?: number } = {}) => {

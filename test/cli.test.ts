@@ -1,15 +1,18 @@
 // The `petstore` command as an operator runs it: `node dist/main.js ...` in its own process,
 // with servers started the same way on the same database file.
 import assert from 'node:assert/strict'
-import { type ChildProcess, spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
-import { fileURLToPath } from 'node:url'
-import { baseEnv, bootstrapKey } from './support/process.js'
+import {
+  bootstrapKey,
+  type Exit,
+  type StartedService,
+  spawnService,
+  startService,
+} from './support/process.js'
 
-const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url))
 const KEY_PATTERN = /^pet_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$/
 const ANY_KEY = /pet_[0-9a-f]{12}_[A-Za-z0-9_-]{43}/g
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
@@ -19,21 +22,9 @@ const INVALID_TOKEN = {
   status: 401,
 }
 
-interface Exit {
-  code: number | null
-  signal: NodeJS.Signals | null
-}
-
 interface RunResult extends Exit {
   stdout: string
   stderr: string
-}
-
-interface ServerProcess {
-  origin: string
-  stdout(): string
-  stderr(): string
-  stop(): Promise<Exit>
 }
 
 interface CreatedKey {
@@ -50,78 +41,16 @@ interface CreatedKey {
 function workspace(t: TestContext) {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-cli-'))
   const dbPath = join(dir, 'petstore.db')
-  const children: { child: ChildProcess; exited: Promise<Exit> }[] = []
-  t.after(async () => {
-    for (const { child } of children) {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-    }
-    await Promise.all(children.map((c) => c.exited))
-    rmSync(dir, { recursive: true, force: true })
-  })
-
-  const launch = (args: string[], env: Record<string, string>, timeout?: number) => {
-    const child = spawn(process.execPath, [MAIN, ...args], {
-      cwd: dir,
-      env: {
-        ...baseEnv(),
-        PETSTORE_DATABASE_URL: `sqlite:${dbPath}`,
-        PETSTORE_METRICS_PORT: 'off',
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      timeout,
-    })
-    const output = { stdout: '', stderr: '' }
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-      output.stdout += chunk
-    })
-    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
-      output.stderr += chunk
-    })
-    // 'close' comes after the output streams end, so nothing printed is missed.
-    const exited = new Promise<Exit>((resolve) =>
-      child.once('close', (code, signal) => resolve({ code, signal })),
-    )
-    children.push({ child, exited })
-    return { child, output, exited }
-  }
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
 
   const run = async (args: string[], env: Record<string, string> = {}): Promise<RunResult> => {
-    const { output, exited } = launch(args, env, 30_000)
-    const exit = await exited
-    return { ...exit, ...output }
+    const child = spawnService(t, { args, env, cwd: dir, timeout: 30_000 })
+    const exit = await child.exited
+    return { ...exit, stdout: child.stdout(), stderr: child.stderr() }
   }
 
-  const serve = async (env: Record<string, string> = {}): Promise<ServerProcess> => {
-    const { child, output, exited } = launch(['serve'], {
-      PORT: '0',
-      HOST: '127.0.0.1',
-      PETSTORE_DRAIN_DELAY: '0s',
-      ...env,
-    })
-    const listening = /petstore listening on (http:\/\/127\.0\.0\.1:\d+) \(store: sqlite\)\n/
-    const origin = await new Promise<string>((resolve, reject) => {
-      const check = () => {
-        const m = listening.exec(output.stdout)
-        if (!m) return
-        child.stdout!.off('data', check)
-        resolve(m[1]!)
-      }
-      child.stdout!.on('data', check)
-      exited.then(() =>
-        reject(new Error(`serve ended before listening\n${output.stdout}\n${output.stderr}`)),
-      )
-    })
-    return {
-      origin,
-      stdout: () => output.stdout,
-      stderr: () => output.stderr,
-      stop: () => {
-        child.kill('SIGTERM')
-        return exited
-      },
-    }
-  }
+  const serve = (env: Record<string, string> = {}): Promise<StartedService> =>
+    startService(t, { env, cwd: dir })
 
   const createKey = async (args: string[], env: Record<string, string> = {}) => {
     const res = await run(['keys', 'create', ...args], env)

@@ -3,8 +3,7 @@
 // through it over a real socket.
 import assert from 'node:assert/strict'
 import { type ChildProcess, spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
@@ -24,10 +23,9 @@ import {
   SCHEMA_PATH,
   servedDocument,
 } from '../scripts/generate-client.js'
-import { baseEnv } from './support/process.js'
+import { baseEnv, type Exit, startService } from './support/process.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
-const MAIN = join(ROOT, 'dist', 'main.js')
 const EXAMPLE = join(ROOT, 'examples', 'pets-client.ts')
 const API_KEY = 'client-test-key-0123456789'
 const INT64_MAX = 9223372036854775807n
@@ -36,11 +34,6 @@ const INVALID_TOKEN = {
   code: 'unauthorized',
   message: 'the API key is not valid (unknown, revoked or expired)',
   status: 401,
-}
-
-interface Exit {
-  code: number | null
-  signal: NodeJS.Signals | null
 }
 
 interface Output extends Exit {
@@ -64,40 +57,11 @@ function collect(child: ChildProcess): { output: Output; exited: Promise<Output>
 }
 
 /** `petstore serve` on a fresh database and a free port; returns the API root, `.../v1`. */
-async function startService(t: TestContext): Promise<string> {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-client-'))
-  const child = spawn(process.execPath, [MAIN, 'serve'], {
-    cwd: dir,
-    env: {
-      ...baseEnv(),
-      PORT: '0',
-      HOST: '127.0.0.1',
-      PETSTORE_DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`,
-      PETSTORE_API_KEYS: API_KEY,
-      PETSTORE_METRICS_PORT: 'off',
-      PETSTORE_DRAIN_DELAY: '0s',
-      PETSTORE_LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+async function serveApi(t: TestContext): Promise<string> {
+  const service = await startService(t, {
+    env: { PETSTORE_API_KEYS: API_KEY, PETSTORE_LOG_LEVEL: 'warn' },
   })
-  const { output, exited } = collect(child)
-  t.after(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-    await exited
-    rmSync(dir, { recursive: true, force: true })
-  })
-  const listening = /petstore listening on (http:\/\/127\.0\.0\.1:\d+) \(store: sqlite\)\n/
-  const origin = await new Promise<string>((resolve, reject) => {
-    const check = () => {
-      const m = listening.exec(output.stdout)
-      if (m) resolve(m[1]!)
-    }
-    child.stdout!.on('data', check)
-    exited.then(() =>
-      reject(new Error(`serve ended before listening\n${output.stdout}\n${output.stderr}`)),
-    )
-  })
-  return `${origin}/v1`
+  return `${service.origin}/v1`
 }
 
 function runExample(env: Record<string, string>): Promise<Output> {
@@ -250,7 +214,7 @@ describe('exact JSON', () => {
 
 describe('example program', () => {
   test('lists, creates and pages through pets against a running service', async (t) => {
-    const baseUrl = await startService(t)
+    const baseUrl = await serveApi(t)
     const res = await runExample({ PETSTORE_URL: baseUrl, PETSTORE_KEY: API_KEY })
     assert.equal(res.stderr, '')
     assert.deepEqual({ code: res.code, signal: res.signal }, { code: 0, signal: null })
@@ -278,7 +242,7 @@ describe('example program', () => {
   })
 
   test('a rejected key ends it with exit code 1 and the error on stderr', async (t) => {
-    const baseUrl = await startService(t)
+    const baseUrl = await serveApi(t)
     const res = await runExample({ PETSTORE_URL: baseUrl, PETSTORE_KEY: 'not-a-valid-key-at-all' })
     assert.deepEqual(res, {
       stdout: '',
@@ -304,7 +268,7 @@ describe('example program', () => {
 
 describe('client against a running service', () => {
   test('int64 extremes go out with every digit and come back as equal BigInts', async (t) => {
-    const baseUrl = await startService(t)
+    const baseUrl = await serveApi(t)
     const recorder = recordingFetch()
     const client = createPetstoreClient({ baseUrl, apiKey: API_KEY, fetch: recorder.fetch })
 
@@ -339,7 +303,7 @@ describe('client against a running service', () => {
   })
 
   test('the iterator follows rel="next" through every page, each pet once', async (t) => {
-    const baseUrl = await startService(t)
+    const baseUrl = await serveApi(t)
     const recorder = recordingFetch()
     const client = createPetstoreClient({ baseUrl, apiKey: API_KEY, fetch: recorder.fetch })
     const statuses: PetStatus[] = ['available', 'pending', 'sold']
@@ -381,7 +345,7 @@ describe('client against a running service', () => {
   })
 
   test('a rejected key surfaces the typed Error body', async (t) => {
-    const baseUrl = await startService(t)
+    const baseUrl = await serveApi(t)
     const client = createPetstoreClient({ baseUrl, apiKey: 'not-a-valid-key-at-all' })
 
     const { data, error, response } = await client.api.GET('/pets')
@@ -413,7 +377,7 @@ describe('client against a running service', () => {
   })
 
   test('an Idempotency-Key replay returns the same pet; another body under it is refused', async (t) => {
-    const baseUrl = await startService(t)
+    const baseUrl = await serveApi(t)
     const client = createPetstoreClient({ baseUrl, apiKey: API_KEY })
     const body = { name: 'Once', categoryId: INT64_MAX, status: 'pending' } as const
     const header = { 'Idempotency-Key': 'order-42' }

@@ -27,6 +27,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { NODE_FLAGS as BENCH_NODE_FLAGS } from '../bench/service.js'
 import { duration, loadConfig } from '../src/config.js'
+import { LISTENING_BANNER } from '../src/server.js'
+import { type StartedService, startService } from './support/process.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '')
 const DEPLOY = join(ROOT, 'deploy')
@@ -38,7 +40,9 @@ const NODE_FLAGS = readFileSync(join(ROOT, 'src/cli/launch.ts'), 'utf8')
   .split(' ')
 const API_KEY = 'deploy-test-key-0123456789'
 const PUBLIC_HOST = 'petstore.example.com'
-const LISTENING = /petstore listening on http:\/\/127\.0\.0\.1:(\d+) \(store: sqlite\)\n/
+const LISTENING = new RegExp(
+  `${LISTENING_BANNER} http://127\\.0\\.0\\.1:(\\d+) \\(store: sqlite\\)\n`,
+)
 /** The environment systemd gives every service before the unit's own settings. */
 const SYSTEMD_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin'
 const SERVICE_413 = {
@@ -528,7 +532,7 @@ interface Reply {
 }
 
 interface Instance {
-  proc: Proc
+  proc: StartedService
   port: number
   /** Whether this instance has logged a request with that X-Request-Id so far. */
   served(requestId: string): boolean
@@ -573,30 +577,15 @@ function renderNginxConf(replacements: [string, string][]): string {
 }
 
 async function startInstance(t: TestContext, dir: string): Promise<Instance> {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [k, v] of Object.entries(process.env)) {
-    if (!k.startsWith('PETSTORE_') && k !== 'PORT' && k !== 'HOST') env[k] = v
-  }
-  const proc = launch(t, [process.execPath, MAIN, 'serve'], {
+  // Both instances share one file in `dir`, as on one host: SQLite's WAL lets processes share it.
+  const proc = await startService(t, {
     cwd: dir,
-    env: {
-      ...env,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      // Both instances share one file, as on one host: SQLite's WAL lets processes share it.
-      PETSTORE_DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`,
-      PETSTORE_API_KEYS: API_KEY,
-      PETSTORE_TRUST_PROXY: 'true',
-      PETSTORE_METRICS_PORT: 'off',
-      PETSTORE_DRAIN_DELAY: '0s',
-      PETSTORE_LOG_FORMAT: 'json',
-    },
+    env: { PETSTORE_API_KEYS: API_KEY, PETSTORE_TRUST_PROXY: 'true', PETSTORE_LOG_FORMAT: 'json' },
   })
-  const m = await proc.waitFor(LISTENING)
   return {
     proc,
-    port: Number(m[1]),
-    served: (id) => proc.output().includes(`"${id}"`),
+    port: proc.port,
+    served: (id) => proc.stdout().includes(`"${id}"`),
     logged: async (id) => {
       await proc.waitFor(new RegExp(`"${id.replace(/[^A-Za-z0-9]/g, '\\$&')}"`))
     },
@@ -839,7 +828,7 @@ describe('deploy/nginx.conf', { concurrency: true, timeout: 180_000 }, () => {
     assert.ok(servers.includes(a) && servers.includes(b), 'round robin reached both instances')
     const spoofLine = servers
       .at(-1)!
-      .proc.output()
+      .proc.stdout()
       .split('\n')
       .find((l) => l.includes('"deploy-spoof"'))!
     assert.equal(spoofLine.includes('203.0.113.77'), false, spoofLine)

@@ -2,112 +2,27 @@
 // killed with SIGKILL under load, and stopped with SIGTERM while a request is still arriving.
 
 import assert from 'node:assert/strict'
-import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { fileURLToPath } from 'node:url'
 import { parse } from 'lossless-json'
-import { baseEnv } from './support/process.js'
+import { type StartedService, startService } from './support/process.js'
 
-const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url))
 const KEY = 'durability-test-key-0123456789'
 const AUTH = { authorization: `Bearer ${KEY}` }
 
-interface Exit {
-  code: number | null
-  signal: NodeJS.Signals | null
-}
-
-interface ServerProcess {
-  child: ChildProcess
-  port: number
-  origin: string
-  stdout(): string
-  stderr(): string
-  waitForOutput(pattern: RegExp): Promise<void>
-  exited: Promise<Exit>
-}
-
-/** A temp dir and the servers started in it; every server is killed and the dir removed after. */
+/** A temp dir and the servers started in it, with the key and no rate limit; the dir goes after. */
 function harness(t: TestContext) {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-durability-'))
-  const servers: ServerProcess[] = []
-  t.after(async () => {
-    for (const s of servers) {
-      if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL')
-    }
-    await Promise.all(servers.map((s) => s.exited))
-    rmSync(dir, { recursive: true, force: true })
-  })
-
-  const start = async (env: Record<string, string> = {}): Promise<ServerProcess> => {
-    const child = spawn(process.execPath, [MAIN, 'serve'], {
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  const start = (env: Record<string, string> = {}): Promise<StartedService> =>
+    startService(t, {
       cwd: dir,
-      env: {
-        ...baseEnv(),
-        PORT: '0',
-        HOST: '127.0.0.1',
-        PETSTORE_DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`,
-        PETSTORE_API_KEYS: KEY,
-        PETSTORE_RATE_LIMIT_MAX: '100000000',
-        PETSTORE_DRAIN_DELAY: '0s',
-        PETSTORE_METRICS_PORT: 'off',
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { PETSTORE_API_KEYS: KEY, PETSTORE_RATE_LIMIT_MAX: '100000000', ...env },
     })
-    let out = ''
-    let err = ''
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-      out += chunk
-    })
-    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
-      err += chunk
-    })
-    // 'close' comes after the output streams end, so nothing printed is missed.
-    const exited = new Promise<Exit>((resolve) =>
-      child.once('close', (code, signal) => resolve({ code, signal })),
-    )
-    const waitForOutput = (pattern: RegExp) =>
-      new Promise<void>((resolve, reject) => {
-        const check = () => {
-          if (!pattern.test(out)) return
-          cleanup()
-          resolve()
-        }
-        const onClose = () => {
-          cleanup()
-          reject(
-            new Error(`server ended before printing ${pattern}\nstdout:\n${out}\nstderr:\n${err}`),
-          )
-        }
-        const cleanup = () => {
-          child.stdout!.off('data', check)
-          child.off('close', onClose)
-        }
-        child.stdout!.on('data', check)
-        child.once('close', onClose)
-        check()
-      })
-    const server: ServerProcess = {
-      child,
-      port: 0,
-      origin: '',
-      stdout: () => out,
-      stderr: () => err,
-      waitForOutput,
-      exited,
-    }
-    servers.push(server)
-    await waitForOutput(/petstore listening on http:\/\/127\.0\.0\.1:\d+ \(store: sqlite\)\n/)
-    server.port = Number(/petstore listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out)![1])
-    server.origin = `http://127.0.0.1:${server.port}`
-    return server
-  }
   return { dir, start }
 }
 
@@ -394,7 +309,7 @@ describe('durability of the real process', () => {
     upload.write(body.slice(0, half))
 
     server.child.kill('SIGTERM')
-    await server.waitForOutput(/"msg":"draining before exit"/)
+    await server.waitFor(/"msg":"draining before exit"/)
 
     probe.write('GET /readyz HTTP/1.1\r\nHost: petstore\r\n\r\n')
     const draining = await probe.next()

@@ -1,52 +1,14 @@
 // The logs of a real `petstore serve` process: JSON lines with what an operator needs, a readable
 // form on request, and never a key, a secret or an Authorization header value in either.
 import assert from 'node:assert/strict'
-import { type ChildProcess, spawn } from 'node:child_process'
-import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
-import { fileURLToPath } from 'node:url'
 import { configWith } from '../src/config.js'
 import { LogDestination } from '../src/observability/log-destination.js'
 import { isPretty, loggerOptions } from '../src/observability/logging.js'
 import { tempDir } from './support/app.js'
-import { baseEnv, bootstrapKey } from './support/process.js'
+import { bootstrapKey, LISTENING_LINE, spawnService, startService } from './support/process.js'
 
-const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url))
 const KEY = /pet_[0-9a-f]{12}_[A-Za-z0-9_-]{43}/
-
-interface Exit {
-  code: number | null
-  signal: NodeJS.Signals | null
-}
-
-function launch(t: TestContext, dir: string, args: string[], env: Record<string, string>) {
-  const child: ChildProcess = spawn(process.execPath, [MAIN, ...args], {
-    cwd: dir,
-    env: {
-      ...baseEnv(),
-      PETSTORE_DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`,
-      PETSTORE_METRICS_PORT: 'off',
-      PETSTORE_DRAIN_DELAY: '0s',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  const output = { stdout: '', stderr: '' }
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-    output.stdout += chunk
-  })
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
-    output.stderr += chunk
-  })
-  const exited = new Promise<Exit>((resolve) =>
-    child.once('close', (code, signal) => resolve({ code, signal })),
-  )
-  t.after(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-    await exited
-  })
-  return { child, output, exited }
-}
 
 /** The first start's notice: where the bootstrap key went (its output is not a terminal). */
 const BOOTSTRAP_NOTICE = /^petstore: no API key existed, so one was created .*\n/gm
@@ -74,25 +36,13 @@ interface Run {
  */
 async function run(t: TestContext, format: 'json' | 'pretty'): Promise<Run> {
   const dir = tempDir(t, 'petstore-logging-')
-  const server = launch(t, dir, ['serve'], {
-    PORT: '0',
-    HOST: '127.0.0.1',
-    PETSTORE_LOG_FORMAT: format,
-  })
-  const listening = /petstore listening on (http:\/\/127\.0\.0\.1:\d+) \(store: sqlite\)\n/
-  const origin = await new Promise<string>((resolve, reject) => {
-    const check = () => {
-      const m = listening.exec(server.output.stdout)
-      if (m) resolve(m[1]!)
-    }
-    server.child.stdout!.on('data', check)
-    server.exited.then(() => reject(new Error(`serve ended early\n${server.output.stderr}`)))
-  })
+  const server = await startService(t, { cwd: dir, env: { PETSTORE_LOG_FORMAT: format } })
+  const origin = server.origin
   const bootstrap = bootstrapKey(dir)
 
-  const created = launch(t, dir, ['keys', 'create', '--name', 'alice-app'], {})
-  assert.deepEqual(await created.exited, { code: 0, signal: null }, created.output.stderr)
-  const alice = created.output.stdout.trimEnd().split('\n').at(-1)!
+  const created = spawnService(t, { args: ['keys', 'create', '--name', 'alice-app'], cwd: dir })
+  assert.deepEqual(await created.exited, { code: 0, signal: null }, created.stderr())
+  const alice = created.stdout().trimEnd().split('\n').at(-1)!
   assert.match(alice, KEY)
 
   const unknownKey = 'pet_0123456789ab_BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB'
@@ -132,20 +82,20 @@ async function run(t: TestContext, format: 'json' | 'pretty'): Promise<Run> {
 
   server.child.kill('SIGTERM')
   // A clean exit, and the last line written before it is not lost.
-  assert.deepEqual(await server.exited, { code: 0, signal: null }, server.output.stderr)
-  const stdout = server.output.stdout
+  assert.deepEqual(await server.exited, { code: 0, signal: null }, server.stderr())
+  const stdout = server.stdout()
   assert.equal(stdout.match(BOOTSTRAP_NOTICE)?.length, 1, 'the notice is printed exactly once')
   const logs = stdout
     .replace(BOOTSTRAP_NOTICE, '')
     .split('\n')
-    .filter((line) => !listening.test(`${line}\n`))
+    .filter((line) => !LISTENING_LINE.test(line))
     .join('\n')
 
   const secret = (key: string) => key.slice('pet_0123456789ab_'.length)
   const secrets = [bootstrap, alice, unknownKey, notAKey, basic]
   secrets.push(secret(bootstrap), secret(alice), secret(unknownKey))
   secrets.push(basic.slice('Basic '.length), 'hunter2-password')
-  return { logs, stderr: server.output.stderr, calls, secrets }
+  return { logs, stderr: server.stderr(), calls, secrets }
 }
 
 function assertNoSecrets(r: Run): void {

@@ -1,19 +1,16 @@
 // Prometheus metrics, scraped for real: a `petstore serve` process answers some requests, then its
 // metrics listener is scraped and the text exposition checked line by line.
 import assert from 'node:assert/strict'
-import { type ChildProcess, spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { describe, type TestContext, test } from 'node:test'
-import { fileURLToPath } from 'node:url'
 import { configWith } from '../src/config.js'
 import { Metrics } from '../src/observability/metrics.js'
-import { startServer } from '../src/server.js'
+import { LISTENING_BANNER, METRICS_BANNER, startServer } from '../src/server.js'
 import { openSqliteStore } from '../src/storage/sqlite/sqlite-store.js'
 import { tempDir } from './support/app.js'
-import { baseEnv } from './support/process.js'
+import { spawnService, startService } from './support/process.js'
 
-const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url))
 const PROMETHEUS_TEXT = 'text/plain; version=0.0.4; charset=utf-8'
 const DURATION_BUCKETS = [
   '0.001',
@@ -32,67 +29,17 @@ const DURATION_BUCKETS = [
   '+Inf',
 ]
 
-interface Exit {
-  code: number | null
-  signal: NodeJS.Signals | null
-}
-
-/** Runs the CLI in `dir`; the child is killed after the test if it is still running. */
-function launch(t: TestContext, dir: string, args: string[], env: Record<string, string>) {
-  const child: ChildProcess = spawn(process.execPath, [MAIN, ...args], {
-    cwd: dir,
-    env: {
-      ...baseEnv(),
-      PETSTORE_DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`,
-      PETSTORE_DRAIN_DELAY: '0s',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  const output = { stdout: '', stderr: '' }
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-    output.stdout += chunk
-  })
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
-    output.stderr += chunk
-  })
-  const exited = new Promise<Exit>((resolve) =>
-    child.once('close', (code, signal) => resolve({ code, signal })),
-  )
-  t.after(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-    await exited
-  })
-  return { child, output, exited }
-}
-
 /** `keys create --name <name>` in its own process; returns the key from its last line. */
 async function createKey(t: TestContext, dir: string, name: string): Promise<string> {
-  const { output, exited } = launch(t, dir, ['keys', 'create', '--name', name], {})
-  assert.deepEqual(await exited, { code: 0, signal: null }, output.stderr)
-  return output.stdout.trimEnd().split('\n').at(-1)!
+  const created = spawnService(t, { args: ['keys', 'create', '--name', name], cwd: dir })
+  assert.deepEqual(await created.exited, { code: 0, signal: null }, created.stderr())
+  return created.stdout().trimEnd().split('\n').at(-1)!
 }
 
-/** Starts `serve` and waits for the lines saying where the API and the metrics listen. */
+/** Starts `serve` with metrics on and waits for the lines saying where the API and the metrics listen. */
 async function serve(t: TestContext, dir: string, env: Record<string, string>) {
-  const { child, output, exited } = launch(t, dir, ['serve'], {
-    PORT: '0',
-    HOST: '127.0.0.1',
-    ...env,
-  })
-  // Log lines are written asynchronously and may fall between the two start-up lines.
-  const listening = /^petstore listening on (http:\/\/[^ ]+) \(store: sqlite\)$/m
-  const metricsOn = /^petstore metrics on (\S+)$/m
-  const [origin, metricsUrl] = await new Promise<[string, string]>((resolve, reject) => {
-    const check = () => {
-      const api = listening.exec(output.stdout)
-      const metrics = metricsOn.exec(output.stdout)
-      if (api && metrics) resolve([api[1]!, metrics[1]!])
-    }
-    child.stdout!.on('data', check)
-    exited.then(() => reject(new Error(`serve ended early\n${output.stdout}\n${output.stderr}`)))
-  })
-  return { origin, metricsUrl, output, exited, child }
+  const server = await startService(t, { cwd: dir, env })
+  return { ...server, metricsUrl: server.metricsUrl! }
 }
 
 /** The samples of one metric family (name, name_bucket, ...), in exposition order. */
@@ -314,8 +261,8 @@ describe('metrics listener lifecycle', () => {
     assert.equal(configWith().metricsHost, '127.0.0.1')
     assert.match(String(server.metricsUrl), /^http:\/\/127\.0\.0\.1:\d+\/metrics$/)
     assert.deepEqual(out.lines, [
-      `petstore listening on ${server.address} (store: sqlite)\n`,
-      `petstore metrics on ${server.metricsUrl}\n`,
+      `${LISTENING_BANNER} ${server.address} (store: sqlite)\n`,
+      `${METRICS_BANNER} ${server.metricsUrl}\n`,
     ])
     assert.equal((await fetch(server.metricsUrl!)).status, 200)
 
@@ -330,7 +277,7 @@ describe('metrics listener lifecycle', () => {
     const server = await startServer({ ...settings(dir), metricsPort: null }, out.stream)
     t.after(() => server.stop())
     assert.equal(server.metricsUrl, null)
-    assert.deepEqual(out.lines, [`petstore listening on ${server.address} (store: sqlite)\n`])
+    assert.deepEqual(out.lines, [`${LISTENING_BANNER} ${server.address} (store: sqlite)\n`])
   })
 
   test('a taken metrics port stops the start with a message, and nothing is left listening', async (t) => {

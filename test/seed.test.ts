@@ -1,18 +1,15 @@
 // `petstore seed` as an operator runs it (`node dist/main.js seed ...`, stderr not a
 // terminal), and its progress bar as a terminal would show it.
 import assert from 'node:assert/strict'
-import { type ChildProcess, spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
-import { fileURLToPath } from 'node:url'
 import { progressReporter } from '../src/cli/seed.js'
 import { openSqliteStore } from '../src/storage/sqlite/sqlite-store.js'
 import type { Pet, PetStatus } from '../src/storage/store.js'
-import { baseEnv } from './support/process.js'
+import { spawnService, startService } from './support/process.js'
 
-const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url))
 const SUMMARY = /^seeded (\d+) pets in \d+\.\d{2}s \(\d+ pets\/s\)\n$/
 const API_KEY = 'seed-test-key-0123456789'
 const MIXED = ['available', 'pending', 'sold', undefined] as const
@@ -26,56 +23,14 @@ interface RunResult {
 function workspace(t: TestContext) {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-seed-'))
   const dbPath = join(dir, 'petstore.db')
-  const children: { child: ChildProcess; closed: Promise<number | null> }[] = []
-  // Children first, then their directory.
-  t.after(async () => {
-    for (const { child } of children) if (child.exitCode === null) child.kill('SIGKILL')
-    await Promise.all(children.map((c) => c.closed))
-    rmSync(dir, { recursive: true, force: true })
-  })
-  const launch = (args: string[], env: Record<string, string> = {}) => {
-    const child = spawn(process.execPath, [MAIN, ...args], {
-      cwd: dir,
-      env: {
-        ...baseEnv(),
-        PETSTORE_DATABASE_URL: `sqlite:${dbPath}`,
-        PETSTORE_METRICS_PORT: 'off',
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: 60_000,
-    })
-    const output = { stdout: '', stderr: '' }
-    child.stdout!.setEncoding('utf8').on('data', (s: string) => {
-      output.stdout += s
-    })
-    child.stderr!.setEncoding('utf8').on('data', (s: string) => {
-      output.stderr += s
-    })
-    const closed = new Promise<number | null>((resolve) => child.once('close', resolve))
-    children.push({ child, closed })
-    return { child, output, closed }
-  }
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
   const run = async (args: string[]): Promise<RunResult> => {
-    const { output, closed } = launch(args)
-    const code = await closed
-    return { code, ...output }
+    const child = spawnService(t, { args, cwd: dir, timeout: 60_000 })
+    const { code } = await child.exited
+    return { code, stdout: child.stdout(), stderr: child.stderr() }
   }
-  const serve = async (): Promise<string> => {
-    const { child, output, closed } = launch(['serve'], {
-      PORT: '0',
-      HOST: '127.0.0.1',
-      PETSTORE_DRAIN_DELAY: '0s',
-      PETSTORE_API_KEYS: API_KEY,
-    })
-    return new Promise<string>((resolve, reject) => {
-      child.stdout!.on('data', () => {
-        const m = /petstore listening on (http:\/\/127\.0\.0\.1:\d+) /.exec(output.stdout)
-        if (m) resolve(m[1]!)
-      })
-      closed.then(() => reject(new Error(`serve exited\n${output.stdout}\n${output.stderr}`)))
-    })
-  }
+  const serve = async (): Promise<string> =>
+    (await startService(t, { cwd: dir, env: { PETSTORE_API_KEYS: API_KEY } })).origin
   /** Every pet in the database, read back through the store in pages. */
   const allPets = async (): Promise<Pet[]> => {
     const store = await openSqliteStore(dbPath)

@@ -1,7 +1,7 @@
 // The service speaking TLS itself: HTTPS, HTTP/2 with HTTP/1.1 fallback, HSTS, and the error and
 // drain paths under both, on real sockets with a self-signed certificate made by openssl here.
 import assert from 'node:assert/strict'
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { once } from 'node:events'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http'
@@ -11,7 +11,6 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, type TestContext, test } from 'node:test'
 import tls, { type TLSSocket } from 'node:tls'
-import { fileURLToPath } from 'node:url'
 import { buildApp } from '../src/app.js'
 import { createApiKey } from '../src/auth/api-keys.js'
 import { manualClock } from '../src/clock.js'
@@ -20,8 +19,8 @@ import { loadTls } from '../src/http/tls.js'
 import { Metrics } from '../src/observability/metrics.js'
 import { openSqliteStore } from '../src/storage/sqlite/sqlite-store.js'
 import { tempDir, testApp } from './support/app.js'
+import { LISTENING_LINE, spawnService, startService } from './support/process.js'
 
-const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url))
 const HSTS = 'max-age=600'
 const NO_KEY = {
   code: 'unauthorized',
@@ -612,70 +611,20 @@ describe('TLS settings', () => {
   })
 })
 
-interface Exit {
-  code: number | null
-  signal: NodeJS.Signals | null
-}
-
-/** `petstore serve` as an operator starts it, with only the given settings. */
-function launch(t: TestContext, env: Record<string, string>) {
-  const dir = tempDir(t)
-  const base: NodeJS.ProcessEnv = {}
-  for (const [name, value] of Object.entries(process.env)) {
-    if (!name.startsWith('PETSTORE_') && name !== 'PORT' && name !== 'HOST') base[name] = value
-  }
-  const child: ChildProcess = spawn(process.execPath, [MAIN, 'serve'], {
-    cwd: dir,
-    env: {
-      ...base,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      PETSTORE_DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`,
-      PETSTORE_METRICS_PORT: 'off',
-      PETSTORE_DRAIN_DELAY: '0s',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  const output = { stdout: '', stderr: '' }
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-    output.stdout += chunk
-  })
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
-    output.stderr += chunk
-  })
-  const exited = new Promise<Exit>((resolve) =>
-    child.once('close', (code, signal) => resolve({ code, signal })),
-  )
-  t.after(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-    await exited
-  })
-  const listening = new Promise<string>((resolve, reject) => {
-    const check = () => {
-      const m = /petstore listening on (\S+) \(store: sqlite\)\n/.exec(output.stdout)
-      if (m) resolve(m[1]!)
-    }
-    child.stdout!.on('data', check)
-    exited.then(() =>
-      reject(new Error(`serve ended before listening\n${output.stdout}\n${output.stderr}`)),
-    )
-  })
-  return { dir, child, output, exited, listening }
-}
-
 describe('the petstore command with TLS settings', () => {
   test('serves HTTPS and HTTP/2 from PETSTORE_TLS_* and exits 0 on SIGTERM', async (t) => {
     const { certPath, keyPath } = certificate()
     const apiKey = 'tls-test-key-0123456789'
-    const server = launch(t, {
-      PETSTORE_TLS_CERT: certPath,
-      PETSTORE_TLS_KEY: keyPath,
-      PETSTORE_HTTP2: 'true',
-      PETSTORE_HSTS_MAX_AGE: '600',
-      PETSTORE_API_KEYS: apiKey,
+    const server = await startService(t, {
+      env: {
+        PETSTORE_TLS_CERT: certPath,
+        PETSTORE_TLS_KEY: keyPath,
+        PETSTORE_HTTP2: 'true',
+        PETSTORE_HSTS_MAX_AGE: '600',
+        PETSTORE_API_KEYS: apiKey,
+      },
     })
-    const origin = await server.listening
+    const origin = server.origin
     assert.match(origin, /^https:\/\/127\.0\.0\.1:\d+$/)
 
     const session = await h2Connect(t, origin)
@@ -709,26 +658,25 @@ describe('the petstore command with TLS settings', () => {
 
   test('an unreadable certificate stops the start with exit code 2, before any database', async (t) => {
     const missing = '/nonexistent/petstore/cert.pem'
-    const server = launch(t, {
-      PETSTORE_TLS_CERT: missing,
-      PETSTORE_TLS_KEY: certificate().keyPath,
+    const server = spawnService(t, {
+      env: { PETSTORE_TLS_CERT: missing, PETSTORE_TLS_KEY: certificate().keyPath },
     })
-    await assert.rejects(server.listening)
+    await assert.rejects(server.waitFor(LISTENING_LINE))
     assert.deepEqual(await server.exited, { code: 2, signal: null })
-    assert.equal(server.output.stdout, '')
+    assert.equal(server.stdout(), '')
     assert.equal(
-      server.output.stderr,
+      server.stderr(),
       `petstore: invalid configuration:\n  PETSTORE_TLS_CERT="${missing}" cannot be read (ENOENT): expected a PEM file\n`,
     )
-    assert.equal(existsSync(join(server.dir, 'petstore.db')), false)
+    assert.equal(existsSync(join(server.cwd, 'petstore.db')), false)
   })
 
   test('HTTP/2 without a certificate is refused with exit code 2', async (t) => {
-    const server = launch(t, { PETSTORE_HTTP2: 'true' })
-    await assert.rejects(server.listening)
+    const server = spawnService(t, { env: { PETSTORE_HTTP2: 'true' } })
+    await assert.rejects(server.waitFor(LISTENING_LINE))
     assert.deepEqual(await server.exited, { code: 2, signal: null })
     assert.equal(
-      server.output.stderr,
+      server.stderr(),
       'petstore: invalid configuration:\n  PETSTORE_HTTP2=true needs PETSTORE_TLS_CERT and PETSTORE_TLS_KEY\n',
     )
   })

@@ -6,7 +6,7 @@
 // by key id, and every test counts with keys of its own, made by `petstore keys create`.
 
 import assert from 'node:assert/strict'
-import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { connect, createServer, type Server, type Socket } from 'node:net'
 import { type TestContext, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -15,19 +15,13 @@ import { promisify } from 'node:util'
 import { Redis } from 'ioredis'
 import pg from 'pg'
 import { freshPostgresUrl } from '../support/postgres.js'
+import { baseEnv, type StartedService as Instance, startService } from '../support/process.js'
 
 const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url))
 const CONFIGURED_KEY = 'multi-instance-configured-key-0123'
 const REDIS_URL = 'redis://127.0.0.1:6379'
 const PET_INSERT_LOCK = 0x70657473 // the advisory lock the PostgreSQL store takes for inserts
 const run = promisify(execFile)
-
-interface Instance {
-  origin: string
-  child: ChildProcess
-  stdout(): string
-  stderr(): string
-}
 
 interface Reply {
   status: number
@@ -38,20 +32,9 @@ interface Reply {
 
 type Pet = { id: number; name: string; categoryId: number; status?: string }
 
-/** The test's environment without any setting of the service, so only what a test sets applies. */
-function baseEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [name, value] of Object.entries(process.env)) {
-    if (!name.startsWith('PETSTORE_') && name !== 'PORT' && name !== 'HOST') env[name] = value
-  }
-  return env
-}
-
-function serviceEnv(databaseUrl: string, extra: Record<string, string>): NodeJS.ProcessEnv {
+/** What every process of these tests is given: one schema, one Redis, limits out of the way. */
+function settings(databaseUrl: string, extra: Record<string, string>): Record<string, string> {
   return {
-    ...baseEnv(),
-    PORT: '0',
-    HOST: '127.0.0.1',
     PETSTORE_DATABASE_URL: databaseUrl,
     PETSTORE_DATABASE_POOL_SIZE: '4',
     PETSTORE_API_KEYS: CONFIGURED_KEY,
@@ -60,44 +43,17 @@ function serviceEnv(databaseUrl: string, extra: Record<string, string>): NodeJS.
     PETSTORE_RATE_LIMIT_MAX: '100000000',
     PETSTORE_AUTH_FAILURE_LIMIT_MAX: '100000000',
     PETSTORE_LOG_LEVEL: 'warn',
-    PETSTORE_METRICS_PORT: 'off',
-    PETSTORE_DRAIN_DELAY: '0s',
     ...extra,
   }
 }
 
 /** One `petstore serve` process; it is killed after `t`. */
-async function startInstance(
+function startInstance(
   t: TestContext,
   databaseUrl: string,
   extra: Record<string, string> = {},
 ): Promise<Instance> {
-  const child = spawn(process.execPath, [MAIN, 'serve'], {
-    env: serviceEnv(databaseUrl, extra),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()))
-  t.after(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-    await closed
-  })
-  let out = ''
-  let err = ''
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
-    err += chunk
-  })
-  const listening = /^petstore listening on (http:\/\/127\.0\.0\.1:\d+) \(store: postgres\)$/m
-  const origin = await new Promise<string>((resolve, reject) => {
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-      out += chunk
-      const m = listening.exec(out)
-      if (m) resolve(m[1]!)
-    })
-    child.once('close', () =>
-      reject(new Error(`server ended before listening\nstdout:\n${out}\nstderr:\n${err}`)),
-    )
-  })
-  return { origin, child, stdout: () => out, stderr: () => err }
+  return startService(t, { env: settings(databaseUrl, extra) })
 }
 
 /** Three instances on one schema, started at once (so their migrations race, under the lock). */
@@ -112,7 +68,7 @@ function startThree(
 /** `petstore <args>` against the database, as an operator runs it next to any instance. */
 async function cli(databaseUrl: string, ...args: string[]): Promise<string> {
   const { stdout } = await run(process.execPath, [MAIN, ...args], {
-    env: serviceEnv(databaseUrl, {}),
+    env: { ...baseEnv(), PETSTORE_METRICS_PORT: 'off', ...settings(databaseUrl, {}) },
   })
   return stdout
 }

@@ -16,11 +16,15 @@ import { describe, type TestContext, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
+import { LISTENING_BANNER } from '../../src/server.js'
 import { freshPostgresUrl } from '../support/postgres.js'
 
 const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url))
 const API_KEY = 'outage-test-key-0123456789'
-const LISTENING = /^petstore listening on (http:\/\/127\.0\.0\.1:\d+) \(store: postgres\)$/m
+const LISTENING = new RegExp(
+  `^${LISTENING_BANNER} (http://127\\.0\\.0\\.1:\\d+) \\(store: postgres\\)$`,
+  'm',
+)
 /** "No hang": every answer must come within this, though it normally comes far sooner. */
 const ANSWER_BOUND_MS = 10_000
 const DB_UNAVAILABLE = {

@@ -2,22 +2,23 @@
 // (start-up lines and JSON log lines of the primary and of every worker), and call it over fresh
 // connections, so the primary's round robin hands each request to the next worker.
 
-import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { TestContext } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { baseEnv } from './process.js'
+import {
+  type Exit,
+  listening,
+  type ServiceOptions,
+  type ServiceProcess as Spawned,
+  spawnService,
+} from './process.js'
 
-const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url))
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 
-export interface Exit {
-  code: number | null
-  signal: NodeJS.Signals | null
-}
+export type { Exit }
 
 /** A JSON log line; the primary and the workers write the same shape (pino's). */
 export interface LogLine {
@@ -27,18 +28,13 @@ export interface LogLine {
   [field: string]: unknown
 }
 
-export interface ServiceProcess {
-  child: ChildProcess
+export interface ServiceProcess extends Spawned {
   /** The primary's pid (the only process when serving alone); npm's when started by npm. */
   pid: number
+  /** 0 until it listens. */
   port: number
-  stdout(): string
-  stderr(): string
   /** Every stdout line that is a JSON log line, in order. */
   logLines(): LogLine[]
-  /** Resolves once stdout satisfies `check`; rejects if the process ends first. */
-  waitFor(check: RegExp | ((stdout: string) => boolean)): Promise<void>
-  exited: Promise<Exit>
 }
 
 export function isRunning(pid: number): boolean {
@@ -87,89 +83,34 @@ export function serviceHarness(t: TestContext) {
     rmSync(dir, { recursive: true, force: true })
   })
 
-  /** Spawns `petstore <args>` with the test's settings; resolves once it has spawned. */
-  const spawnService = (args: string[], env: Record<string, string>): ServiceProcess =>
-    spawnCommand(process.execPath, [MAIN, ...args], env)
-
-  const spawnCommand = (
-    file: string,
-    args: string[],
+  const options = (
     env: Record<string, string>,
-    opts: { detached?: boolean } = {},
-  ): ServiceProcess => {
-    const child = spawn(file, args, {
-      ...opts,
-      cwd: dir,
-      env: {
-        ...baseEnv(),
-        PORT: '0',
-        HOST: '127.0.0.1',
-        PETSTORE_DATABASE_URL: `sqlite:${join(dir, 'petstore.db')}`,
-        PETSTORE_DRAIN_DELAY: '0s',
-        PETSTORE_METRICS_PORT: 'off',
-        PETSTORE_LOG_FORMAT: 'json',
-        PETSTORE_RATE_LIMIT_MAX: '100000000',
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let out = ''
-    let err = ''
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-      out += chunk
-    })
-    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
-      err += chunk
-    })
-    // 'close' comes after the output streams end, so nothing printed is missed.
-    const exited = new Promise<Exit>((resolve) =>
-      child.once('close', (code, signal) => resolve({ code, signal })),
-    )
-    const waitFor = (check: RegExp | ((stdout: string) => boolean)) =>
-      new Promise<void>((resolve, reject) => {
-        const met = () => (check instanceof RegExp ? check.test(out) : check(out))
-        const onData = () => {
-          if (!met()) return
-          cleanup()
-          resolve()
-        }
-        const onClose = () => {
-          cleanup()
-          reject(new Error(`service ended before ${check}\nstdout:\n${out}\nstderr:\n${err}`))
-        }
-        const cleanup = () => {
-          child.stdout!.off('data', onData)
-          child.off('close', onClose)
-        }
-        child.stdout!.on('data', onData)
-        child.once('close', onClose)
-        onData()
-      })
-    const service: ServiceProcess = {
-      child,
-      pid: child.pid!,
+    more: Partial<ServiceOptions> = {},
+  ): ServiceOptions => ({
+    cwd: dir,
+    env: { PETSTORE_LOG_FORMAT: 'json', PETSTORE_RATE_LIMIT_MAX: '100000000', ...env },
+    ...more,
+  })
+  const track = (spawned: Spawned): ServiceProcess => {
+    const service = {
+      ...spawned,
+      pid: spawned.child.pid!,
       port: 0,
-      stdout: () => out,
-      stderr: () => err,
-      logLines: () => parseLogLines(out),
-      waitFor,
-      exited,
+      logLines: () => parseLogLines(spawned.stdout()),
     }
     services.push(service)
     return service
   }
-
-  const listening =
-    /^petstore listening on http:\/\/127\.0\.0\.1:(\d+) \(store: [a-z]+(, workers: \d+)?\)$/m
-  const untilListening = async (service: ServiceProcess): Promise<ServiceProcess> => {
-    await service.waitFor(listening)
-    service.port = Number(listening.exec(service.stdout())![1])
+  // Tracked before it listens, so the workers of a start that never gets there are killed too.
+  const started = async (opts: ServiceOptions): Promise<ServiceProcess> => {
+    const service = track(spawnService(t, opts))
+    service.port = (await listening(service, opts.env)).port
     return service
   }
 
   /** Starts `petstore serve <args>` and waits for its listening line. */
   const start = (args: string[], env: Record<string, string> = {}): Promise<ServiceProcess> =>
-    untilListening(spawnService(['serve', ...args], env))
+    started(options(env, { args: ['serve', ...args] }))
 
   /**
    * Starts the service the way `npm start` does, from the project's folder, and waits for its
@@ -179,11 +120,11 @@ export function serviceHarness(t: TestContext) {
     env: Record<string, string> = {},
     opts: { detached?: boolean } = {},
   ): Promise<ServiceProcess> =>
-    untilListening(spawnCommand('npm', ['--prefix', ROOT, 'start'], env, opts))
+    started(options(env, { command: 'npm', args: ['--prefix', ROOT, 'start'], ...opts }))
 
   /** Runs `petstore <args>` to its end. */
   const run = async (args: string[], env: Record<string, string> = {}) => {
-    const service = spawnService(args, env)
+    const service = track(spawnService(t, options(env, { args })))
     const exit = await service.exited
     return { ...exit, stdout: service.stdout(), stderr: service.stderr() }
   }
