@@ -4,7 +4,7 @@ export interface Clock {
   /**
    * The same instant as now(), in epoch milliseconds, for the checks every request makes (key
    * expiry, the sunset, the deprecation count): `new Date()` is a call into V8's runtime and an
-   * allocation, three of them per get (~0.5 µs).
+   * allocation, several per get (docs/performance.md).
    */
   nowMs(): number
 }

@@ -22,8 +22,8 @@ const MAX_COUNTERS = 100_000
 
 /**
  * Fixed windows in memory, with @fastify/rate-limit's in-memory semantics (a window opens at a
- * key's first request and lasts windowMs), counted synchronously: going through the plugin's
- * limiter, with its promises and route lookups, cost ~8 µs of every request (docs/performance.md).
+ * key's first request and lasts windowMs), counted synchronously: the plugin's limiter adds its
+ * promises and route lookups to every request (docs/performance.md).
  */
 export class MemoryWindows {
   private readonly windows = new LruMap<{ count: number; startMs: number }>(MAX_COUNTERS)

@@ -1,8 +1,8 @@
 // The usual request body, one flat JSON object such as {"name":"Rex","categoryId":7}, parsed in
 // one pass over its characters, ahead of lossless-json.
 //
-// Why: lossless-json (needed so that integers beyond 2^53 keep every digit) took ~2.2 µs for the
-// bench's create body, 4% of a create's CPU; this takes a fraction of that. It only ever answers
+// Why: lossless-json (needed so that integers beyond 2^53 keep every digit) is a noticeable part
+// of a create's CPU, and this takes a fraction of it (docs/performance.md). It only ever answers
 // what the full parser would answer, and leaves everything else to it: anything it does not
 // take returns undefined, and the caller parses the text again with lossless-json, whose result
 // or error then stands (test/flat-json.test.ts checks the two agree on generated texts).

@@ -55,10 +55,10 @@ function durationMs(elapsedMs: number): number {
 }
 
 /**
- * durationMs(elapsedMs) as JSON writes it (`0.4`, `12.05`, `3`), from whole hundredths. Why: a
- * fraction's shortest decimal form cost ~1,200 instructions per line (V8's HeapNumberToString)
- * where two small integers cost a few dozen; a number of hundredths below 2^30 has exactly one
- * decimal form with at most two decimals, which is the shortest one that reads back as it.
+ * durationMs(elapsedMs) as JSON writes it (`0.4`, `12.05`, `3`), from whole hundredths. Why: V8's
+ * shortest decimal form of a fraction (HeapNumberToString) costs far more than writing two small
+ * integers (docs/performance.md); a number of hundredths below 2^30 has exactly one decimal form
+ * with at most two decimals, which is the shortest one that reads back as it.
  */
 export function durationText(elapsedMs: number): string {
   const hundredths = Math.round(elapsedMs * 100)
@@ -94,14 +94,13 @@ function jsonString(s: string): string {
  * bytes pino would write.
  *
  * Why: pino's generic path (the level method, a field object, a loop over its keys with
- * serializer and stringifier lookups, every key and string scanned for escapes) cost ~1.3 µs per
- * line alone and more in the service: building the line here took ~2.6 µs off a ~30 µs get
- * (docs/performance.md). Why the bytes are pino's: the writer is used only when the logger
- * formats as pino does by default (epoch time, no mixin, no hooks, no message prefix, a stream
- * that wants no metadata), and only once a probe line built both ways, by this function and by
- * pino's own `asJson`, came out identical; otherwise every line goes through `logger.info`. The
- * probe's strings need escaping, so that is compared too (a control character; quotes, a
- * backslash, a lone surrogate).
+ * serializer and stringifier lookups, every key and string scanned for escapes) is a sizeable
+ * share of a get (docs/performance.md). Why the bytes are pino's: the writer is used only when
+ * the logger formats as pino does by default (epoch time, no mixin, no hooks, no message prefix, a
+ * stream that wants no metadata), and only once a probe line built both ways, by this function
+ * and by pino's own `asJson`, came out identical; otherwise every line goes through
+ * `logger.info`. The probe's strings need escaping, so that is compared too (a control character;
+ * quotes, a backslash, a lone surrogate).
  */
 export function requestLineWriter(logger: FastifyBaseLogger): RequestLineWriter {
   const viaPino: RequestLineWriter = (r) => logger.info(requestLine(r), COMPLETED)
@@ -134,8 +133,7 @@ export function requestLineWriter(logger: FastifyBaseLogger): RequestLineWriter 
    * A field's JSON text, `,"name":"value"`, remembered for the value it was last built for.
    * Why: consecutive lines mostly share their operation, method, key and client address; each
    * such field was checked for escapes and built from three pieces on every line, and V8 copies
-   * a string built by `+` piece by piece when the log is written. Get: 98,525 → 96,307
-   * instructions per request (`npm run bench:instructions`), with the line's head below.
+   * a string built by `+` piece by piece when the log is written (docs/performance.md).
    */
   const lastField = (name: string) => {
     let value: string | undefined

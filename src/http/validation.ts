@@ -46,8 +46,8 @@ export function rewriteIntegers(schema: unknown): unknown {
 type Source = 'json' | 'text'
 
 /**
- * Each rule's bounds as BigInts, made at its first check rather than at every one: the two
- * conversions from decimal text were ~1,800 of a create's ~200,000 instructions (callgrind).
+ * Each rule's bounds as BigInts, made at its first check rather than at every one: converting
+ * them from decimal text on every check was a measurable part of a create (docs/performance.md).
  */
 const boundsOfRule = new WeakMap<IntegerRule, { min: bigint; max: bigint }>()
 
@@ -100,7 +100,8 @@ function makeAjv(source: Source): Ajv {
     verbose: true,
     strict: false,
     // The schemas are built by TypeBox and the OpenAPI test validates the whole document; checking
-    // each one against the JSON Schema meta-schema again cost ~35 ms of every start-up.
+    // each one against the JSON Schema meta-schema again would slow every start-up
+    // (docs/performance.md).
     validateSchema: false,
   })
   ajv.addKeyword({

@@ -2,7 +2,7 @@
 //
 // Why not pino's own destination (sonic-boom): in its synchronous mode every line is one
 // write(2); in its asynchronous mode each write measures the byte length of the whole pending
-// buffer again, so under load a line cost ~3 µs there against ~0.1 µs here (docs/performance.md).
+// buffer again, so under load a line costs many times what it costs here (docs/performance.md).
 // Lines are still written in the same turn of the event loop that logged them, before any timer
 // or new I/O runs, so a crash loses at most the lines of the turn it happened in; `exit` flushes.
 import { writeSync } from 'node:fs'

@@ -35,7 +35,8 @@ export function prettyStream(colorize: boolean) {
   // Formatted synchronously in this thread rather than in a worker transport: lines keep their
   // order with the start-up lines printed on stdout, and nothing is left in flight when the process
   // exits after a drain. Formatting cost does not matter at the volume a terminal is read at.
-  // Required on first use only: a JSON-logging service never loads it (~30 ms of start-up).
+  // Required on first use only: a JSON-logging service never loads it, and starts up faster
+  // (docs/performance.md).
   const pretty = createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty
   return pretty({
     sync: true,

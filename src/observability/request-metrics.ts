@@ -2,8 +2,8 @@
 // turned into prom-client's metric values only when scraped.
 //
 // Why not prom-client's Counter and Histogram: they validate and hash the label set on every
-// call, and under load their two calls cost ~5 µs of each request (docs/performance.md); here a request
-// costs one map lookup and a few additions. The exposition (names, labels, bucket order, the
+// call, a real share of each request under load (docs/performance.md); here a request costs one
+// map lookup and a few additions. The exposition (names, labels, bucket order, the
 // `sum` aggregation across cluster workers) is the one prom-client's own types produce.
 import type { Metric, Registry } from 'prom-client'
 

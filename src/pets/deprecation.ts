@@ -55,7 +55,7 @@ interface KeyCalls {
  *
  * Why not a warning per call: every call already has its request line (operation and key name),
  * and a client still polling getPet would otherwise fill the log with identical warnings, one
- * pino line per call (~2.5 µs, a tenth of a get's CPU under load; docs/performance.md).
+ * pino line per call, a real share of a get's CPU under load (docs/performance.md).
  */
 export class DeprecatedCallCounter {
   /** By operation, then by key id. */

@@ -234,12 +234,12 @@ export function createHotPath(o: HotPathOptions): HotPath {
   // request: by then every request of the turn has been received, so any commit acknowledged to
   // a client before it sent one of them, by this process or another, happened before the version
   // was read, and the answer includes it. It saves a pread per request but the first of each
-  // turn (~1 µs of a ~30 µs get, docs/performance.md).
+  // turn (docs/performance.md).
   let reads: Read[] = []
   // Answers wait for the end of the turn too, and go out together. Sent one by one, each write
   // wakes the client's side of the loopback or NIC path on its own; sent together, the first
-  // wakes it and the rest find it awake. Measured on a bare node:http server doing 20 µs of work
-  // per request: 22,500 -> 27,500 req/s, 44 -> 36 µs of CPU per request (docs/performance.md).
+  // wakes it and the rest find it awake: more requests per second, less CPU for each
+  // (docs/performance.md).
   let answers: Answer[] = []
   let turnScheduled = false
   const endOfTurn = () => {

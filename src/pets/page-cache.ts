@@ -3,7 +3,8 @@
 // A page is a pure function of (limit, status, cursor) and of the data, so a page serialized once
 // can be sent again for as long as the store's dataVersion has not moved: any commit, by this
 // process or any other, moves it, and the next request for the page reads the database again.
-// This takes a list request from ~25 µs of SQLite and serialization to a map lookup.
+// This turns a list request's SQLite query and serialization into a map lookup
+// (docs/performance.md).
 
 export interface CachedPage {
   /** The JSON array of pets, exactly as the route's response serializer wrote it. */

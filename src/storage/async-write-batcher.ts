@@ -10,9 +10,8 @@ import { setImmediate as nextTurn } from 'node:timers/promises'
  * GATHER_LIMIT writes, or GATHER_MS after the batch began to gather), not as soon as the previous
  * commit ends. Why: the writes that were waiting when a commit ended are only some of the
  * clients; those whose answers that commit sent come back a moment later. Taken at once, the
- * batches alternate between those two groups (32 clients on the SQLite store: sizes 1 to 32,
- * 18.4 on average, so nearly two syncs per 32 creates); gathered until the arrivals pause, 30.4
- * on average, and CPU per create fell from 99 to 87 µs (10 interleaved pairs, docs/performance.md).
+ * batches alternate between those two groups, nearly two syncs where one would do; gathered
+ * until the arrivals pause, batches are larger and a create costs less CPU (docs/performance.md).
  * An idle store pays two turns of the event loop, microseconds: a lone write finds the next turn
  * quiet.
  */

@@ -12,8 +12,8 @@ export async function openStore(
   onPoolError?: (err: Error) => void,
 ): Promise<Store> {
   const url = settings.databaseUrl
-  // Each adapter and its driver are loaded only when used: pg and Kysely alone took ~160 ms of
-  // every start-up on SQLite.
+  // Each adapter and its driver are loaded only when used: loading pg and Kysely would slow every
+  // start-up on SQLite (docs/performance.md).
   if (url.startsWith('sqlite:')) {
     const { openSqliteStore } = await import('./sqlite/sqlite-store.js')
     return openSqliteStore(url.slice('sqlite:'.length), {

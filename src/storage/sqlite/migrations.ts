@@ -38,13 +38,15 @@ export const sqliteMigrations: Record<string, Migration> = {
   '002-pets-status-check-as-comparisons': {
     // The CHECK on status as three comparisons instead of `status IN (...)`: SQLite evaluates an
     // IN list of three or more values in a CHECK by building a temporary b-tree of the values
-    // (OpenEphemeral) for every row written, ~40% of the writer thread's instructions per create.
+    // (OpenEphemeral) for every row written, a large share of the writer thread's work per create
+    // (docs/performance.md).
     // The comparisons accept and refuse exactly the same values (a NULL passes both).
     //
     // SQLite cannot change a CHECK in place, so the table is rebuilt and renamed, the procedure of
     // https://www.sqlite.org/lang_altertable.html#otheralter. The migrator runs this with foreign
     // keys off (idempotency_keys.pet_id refers to pets, which is dropped for a moment), so they
-    // are checked here before the commit. Once, ~1.5 s per million pets.
+    // are checked here before the commit. It runs once, in time that grows with the table
+    // (docs/performance.md).
     async up(db: Kysely<unknown>) {
       await sql`CREATE TABLE pets_new (
         id INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -14,8 +14,8 @@ export const PET_BY_ID = 'SELECT id, name, category_id, status FROM pets WHERE i
  * ASCII control, quotes, backslashes and characters beyond the BMP.
  *
  * Why: for the hot path's get, better-sqlite3 building the row's array value by value and the
- * serializer writing it again as text were ~10,000 of ~112,000 instructions (callgrind); SQLite
- * writes the text in C, and one string crosses into JavaScript.
+ * serializer writing it again as text were a sizeable part of the work (docs/performance.md);
+ * SQLite writes the text in C, and one string crosses into JavaScript.
  */
 export const PET_JSON_BY_ID = `SELECT CASE WHEN status IS NULL
     THEN json_object('id', id, 'name', name, 'categoryId', category_id)

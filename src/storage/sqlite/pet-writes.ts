@@ -12,8 +12,7 @@ export interface CreateItem {
  * Rows per INSERT statement: a batch goes in as chunks of these sizes, largest first (23 creates:
  * 16 + 4 + 2 + 1), so a few prepared statements serve every batch size. Why several rows per
  * statement: each statement run costs a call into better-sqlite3, the binding and SQLite's
- * statement start and end; 30 inserts in one transaction measured 3.4 µs each one row per
- * statement, 2.0 in one statement of 30.
+ * statement start and end, paid per statement rather than per row (docs/performance.md).
  */
 const CHUNK_SIZES = [64, 32, 16, 8, 4, 2, 1]
 const COLUMNS_PER_ROW = 4

@@ -4,9 +4,9 @@
 // answers a turn's gets together in one callback at the end of the turn.
 //
 // Why: a statement run outside a transaction opens and closes a read transaction of its own, and
-// in WAL mode that is a shared lock, a read mark in the WAL index and their release: 3.6 µs of a
-// 3.6 µs lookup by id, against 1.35 µs when 30 lookups share one transaction (this machine,
-// docs/performance.md). Under load a turn answers several gets, and they share one.
+// in WAL mode that is a shared lock, a read mark in the WAL index and their release, most of the
+// cost of a lookup by id (docs/performance.md). Under load a turn answers several gets, and they
+// share one.
 //
 // Why it reads what a fresh transaction would: the caller passes the data version it read just
 // before (WalIndexVersion, which moves with every commit of any connection of any process), and

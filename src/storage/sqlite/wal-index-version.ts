@@ -2,8 +2,8 @@
 // database), with one pread of 48 bytes instead of `PRAGMA data_version`.
 //
 // Why: the version is read on every request (it decides whether cached pages and keys still
-// hold), and the pragma opens a read transaction: four fcntl locks and an fstat, ~1.8 µs alone
-// and ~3 µs of each list request under load (docs/performance.md). The pread is ~0.8 µs.
+// hold), and the pragma opens a read transaction, with its fcntl locks and an fstat, where one
+// pread costs much less (docs/performance.md).
 //
 // Why it is exact: every commit, by any connection of any process, rewrites the WAL-index header
 // before the commit returns (https://sqlite.org/walformat.html, "The WAL-Index Header"): its

@@ -77,7 +77,7 @@ port.on('message', (request: WriterRequest) => {
       const ids = BigInt64Array.from(connection.commit(decodeBatch(request.batch)))
       // After the commit and before the ids go back: a batch committed to a file that was
       // removed or replaced meanwhile is reported as failed, never acknowledged. Here rather
-      // than on the event loop, which a stat per batch (~4 µs) would slow.
+      // than on the event loop, which a stat per batch would slow (docs/performance.md).
       checkFile()
       reply = { seq: request.seq, ids }
       transfer = [ids.buffer as ArrayBuffer]
