@@ -1,5 +1,5 @@
 // `npm run bench`: the service on each store (SQLite, PostgreSQL) against a bare node:http baseline
-// on this machine, each Node server pinned to CPU 0 and wrk to CPU 1. See the "Benchmark" section
+// where it runs, each Node server pinned to CPU 0 and wrk to CPU 1. See the "Benchmark" section
 // of the README. `--stores sqlite,postgres` (the default) picks the stores; PostgreSQL is reached
 // through PETSTORE_BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres).
 import { execFileSync } from 'node:child_process'
@@ -328,7 +328,7 @@ async function report(
       (stores.includes('sqlite') ? '; SQLite synchronous=FULL' : '') +
       (settings ? `; PostgreSQL: a fresh database per service, ${settings}` : ''),
     `- load average at the end: ${loadAvg} (about 2 is the bench itself, a server and wrk; more means other work shared the two cores); the server CPU column of every round shows how much of its core each server got (near 100% when it alone is the bottleneck)`,
-    `- time the host took from this machine's CPUs while the rounds ran (steal, /proc/stat): ${(stealShare(statBefore, cpuStat()) * 100).toFixed(1)}% (on a virtual machine whose host is busy, req/s falls with it; CPU µs/req is what each request cost whatever the server was left of its core, and CPU ratio = baseline µs/req ÷ service µs/req)`,
+    `- steal, the time the hypervisor took from the CPUs while the rounds ran (/proc/stat): ${(stealShare(statBefore, cpuStat()) * 100).toFixed(1)}% (on a virtual machine whose host is busy, req/s falls with it; CPU µs/req is what each request cost whatever the server was left of its core, and CPU ratio = baseline µs/req ÷ service µs/req)`,
     `- ${cpus()[0]?.model ?? 'unknown CPU'} x${cpus().length}, Node ${process.version}, commit ${commit}${dirty ? ' (src modified)' : ''}`,
     '',
     '<details><summary>every round</summary>',

@@ -80,6 +80,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     throw new Error('rateLimitStore is redis but no Redis client was given to buildApp')
   }
   const transport = transportHeaders(deps.tls, config.hstsMaxAgeSeconds)
+  const serverOptions = nodeServerOptions(config.requestTimeoutMs)
   // Requests answered while their body was still arriving (a 413, a 401): a timeout of that body
   // ends the connection without a second answer.
   const answeredEarly = new WeakMap<Socket, IncomingMessage>()
@@ -92,7 +93,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     trustProxy: config.trustProxy,
     routerOptions: { maxParamLength: 1000 },
     requestTimeout: config.requestTimeoutMs,
-    http: nodeServerOptions(config.requestTimeoutMs),
+    http: serverOptions,
     forceCloseConnections: 'idle',
     // Fastify's own 503 while closing has a body outside the Error schema; requests that still
     // arrive on open connections are served instead (storage closes only after they finish).
@@ -107,7 +108,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
         // The framework's message repeats the whole URL, at any length: say what is wrong instead.
         .send(errorBody('invalid_request', 'the request URL is malformed'))
     },
-    ...tlsServerOptions(deps.tls, nodeServerOptions(config.requestTimeoutMs)),
+    ...tlsServerOptions(deps.tls, serverOptions),
   })
   if (deps.tls?.http2) closeHttp2SessionsOnClose(app)
 
@@ -133,8 +134,6 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const deprecation = deprecationHeaders(config.deprecatedAt)
   app.decorateRequest('dataVersion', undefined)
   app.addHook('onRequest', async (request, reply) => {
-    // Read once per request, first: every cache the request consults is checked against the
-    // same moment.
     reply.header('x-request-id', request.id)
     reply.header('cache-control', 'no-store')
     reply.headers(transport)

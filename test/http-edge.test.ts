@@ -31,6 +31,19 @@ function assertError(answer: RawAnswer, status: number, code: string, message: s
   assert.match(header(answer, 'x-request-id') ?? '', /^[0-9a-f-]{36}$/)
 }
 
+/** The head of a create announcing a body of `length` bytes, with the given Authorization, if any. */
+function createHead(length: number, auth: [string, string][] = []): string {
+  const headers: [string, string][] = [HOST, ...auth, JSON_TYPE, ['Content-Length', String(length)]]
+  return rawRequest('POST', '/v1/pets', headers)
+}
+
+/** Sends `head`, then a body of spaces at one every 50 ms, never whole; collects until closed. */
+const slowBody = (port: number, head: string) =>
+  exchange(port, head, { answers: 2, trickle: { pieces: Array(60).fill(' '), intervalMs: 50 } })
+
+const assertTimedOut = (answer: RawAnswer | undefined) =>
+  assertError(answer!, 408, 'invalid_request', 'the request did not arrive in full in time')
+
 /** A request with the key, after which the hot path (SQLite) knows it and may take the next ones. */
 async function useKey(port: number, key: string): Promise<void> {
   assert.equal((await one(port, rawRequest('GET', '/v1/pets', [HOST, bearer(key)]))).status, 200)
@@ -126,10 +139,7 @@ describe('HTTP at the edge', () => {
     const { a, port } = await served(t)
     await useKey(port, a.key)
     // Headers announcing a body that never comes: only a key-holder's request waits for it.
-    const head = (auth: [string, string][]) =>
-      `POST /v1/pets HTTP/1.1\r\nHost: petstore.test\r\nContent-Type: application/json\r\n${auth
-        .map(([n, v]) => `${n}: ${v}\r\n`)
-        .join('')}Content-Length: 50000\r\n\r\n`
+    const head = (auth: [string, string][]) => createHead(50_000, auth)
     for (const auth of [[], [['Authorization', 'Bearer wrong']], [bearer(`${a.key}x`)]] as [
       string,
       string,
@@ -172,7 +182,7 @@ describe('HTTP at the edge', () => {
   test('a 413 reaches a client that sends its whole 2 MiB body before reading; the connection goes on', async (t) => {
     const { a, port } = await served(t)
     const body = Buffer.alloc(2 * 1024 * 1024, 'a')
-    const head = `POST /v1/pets HTTP/1.1\r\nHost: petstore.test\r\nAuthorization: Bearer ${a.key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`
+    const head = createHead(body.length, [bearer(a.key)])
     const next = rawRequest('GET', '/healthz', [HOST])
     for (let round = 0; round < 5; round++) {
       const x = await exchange(port, Buffer.concat([Buffer.from(head), body, Buffer.from(next)]), {
@@ -201,12 +211,7 @@ describe('HTTP at the edge', () => {
       })
       assert.equal(x.closed, true)
       assert.equal(x.answers.length, 1)
-      assertError(
-        x.answers[0]!,
-        408,
-        'invalid_request',
-        'the request did not arrive in full in time',
-      )
+      assertTimedOut(x.answers[0])
       assert.ok(x.elapsedMs >= 950 && x.elapsedMs < 1500, `after ${x.elapsedMs} ms`)
     })
 
@@ -220,29 +225,16 @@ describe('HTTP at the edge', () => {
 
     test('a slow body is cut at the timeout, not up to twice it', async (t) => {
       const { a, port } = await served(t, timeout)
-      const head = `POST /v1/pets HTTP/1.1\r\nHost: petstore.test\r\nAuthorization: Bearer ${a.key}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n`
-      const x = await exchange(port, head, {
-        answers: 2,
-        trickle: { pieces: Array(60).fill(' '), intervalMs: 50 },
-      })
+      const x = await slowBody(port, createHead(100, [bearer(a.key)]))
       assert.equal(x.closed, true)
-      assertError(
-        x.answers[0]!,
-        408,
-        'invalid_request',
-        'the request did not arrive in full in time',
-      )
+      assertTimedOut(x.answers[0])
       assert.ok(x.elapsedMs >= 950 && x.elapsedMs < 1500, `after ${x.elapsedMs} ms`)
       assert.equal(await petCount(a), 0)
     })
 
     test('a body still arriving after its answer is cut at the timeout without a second answer', async (t) => {
       const { a, port } = await served(t, timeout)
-      const head = `POST /v1/pets HTTP/1.1\r\nHost: petstore.test\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n`
-      const x = await exchange(port, head, {
-        answers: 2,
-        trickle: { pieces: Array(60).fill(' '), intervalMs: 50 },
-      })
+      const x = await slowBody(port, createHead(100))
       assert.equal(x.closed, true)
       assert.deepEqual(
         x.answers.map((r) => r.status),

@@ -213,13 +213,14 @@ export function createHotPath(o: HotPathOptions): HotPath {
 
   /**
    * What makes any request Fastify's, whatever its operation: CORS (`Origin`), a chunked body,
-   * forwarded headers behind a trusted proxy, a drain.
+   * a repeated Host or Authorization (edge.ts), forwarded headers behind a trusted proxy, a drain.
    */
   const leftToFastify = (req: IncomingMessage): boolean => {
     const h = req.headers
     return (
       h.origin !== undefined ||
       h['transfer-encoding'] !== undefined ||
+      edgeViolation(req) !== null ||
       (o.trustProxy && forwarded(req)) ||
       o.isDraining()
     )
@@ -540,7 +541,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
   }
 
   return (req, res, fallback) => {
-    if (req.httpVersionMajor !== 1 || edgeViolation(req) !== null) return false
+    if (req.httpVersionMajor !== 1) return false
     if (req.method === 'POST') return req.url === LIST_PATH && create(req, res, fallback)
     if (req.method !== 'GET') return false
     const url = req.url ?? ''

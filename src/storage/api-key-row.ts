@@ -28,6 +28,17 @@ export function foundApiKey(row: ApiKeyRow | undefined): ApiKeyRecord | null {
   return row.id === null ? null : record
 }
 
+/** A record's column values in the table's order (id, name, secret_hash, then the instants). */
+export const apiKeyValues = (k: ApiKeyRecord) =>
+  [
+    k.id,
+    k.name,
+    k.secretHash,
+    k.createdAt.getTime(),
+    k.expiresAt?.getTime() ?? null,
+    k.revokedAt?.getTime() ?? null,
+  ] as const
+
 const toDate = (ms: bigint | null): Date | null => (ms === null ? null : new Date(Number(ms)))
 
 export const toApiKey = (row: ApiKeyRow): ApiKeyRecord => ({

@@ -5,7 +5,8 @@
 // never skip, without it.
 import { randomBytes } from 'node:crypto'
 import { after, type TestContext } from 'node:test'
-import pg from 'pg'
+import type pg from 'pg'
+import { ScratchDatabases } from './scratch-databases.js'
 
 export const POSTGRES_ADMIN_URL =
   process.env.PETSTORE_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
@@ -13,63 +14,25 @@ export const POSTGRES_ADMIN_URL =
 /** The store the in-process HTTP tests run on: SQLite unless PETSTORE_TEST_STORE=postgres. */
 export const TEST_STORE = process.env.PETSTORE_TEST_STORE === 'postgres' ? 'postgres' : 'sqlite'
 
-const DATABASE_PREFIX = 'petstore_test_'
-
-async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 })
-  try {
-    await client.connect()
-  } catch (err) {
-    throw new Error(
-      `PostgreSQL is not reachable at ${url} (${(err as Error).message}); the PostgreSQL tests need it`,
-    )
-  }
-  try {
-    return await work(client)
-  } finally {
-    await client.end()
-  }
-}
-
-const isRunning = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
+const databases = new ScratchDatabases(
+  POSTGRES_ADMIN_URL,
+  'petstore_test_',
+  'the PostgreSQL tests need it',
+)
 
 let processDatabase: Promise<string> | undefined
 let createdDatabase: string | undefined
 
 // Registered when the module loads, so it belongs to the file's root and runs after all its tests.
 after(async () => {
-  const name = createdDatabase
-  if (name === undefined) return
-  await withClient(POSTGRES_ADMIN_URL, (c) =>
-    c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
-  )
+  if (createdDatabase !== undefined) await databases.drop(createdDatabase)
 })
 
 /** This process's database: made on first use, dropped when the file's tests end. */
 function databaseUrl(): Promise<string> {
-  processDatabase ??= withClient(POSTGRES_ADMIN_URL, async (c) => {
-    // Databases left by test processes that were killed are dropped here.
-    const { rows } = await c.query<{ datname: string }>(
-      'SELECT datname FROM pg_database WHERE datname LIKE $1',
-      [`${DATABASE_PREFIX}%`],
-    )
-    for (const { datname } of rows) {
-      const pid = Number(datname.slice(DATABASE_PREFIX.length).split('_')[0])
-      if (!isRunning(pid)) await c.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`)
-    }
-    const name = `${DATABASE_PREFIX}${process.pid}_${randomBytes(4).toString('hex')}`
-    await c.query(`CREATE DATABASE ${name}`)
+  processDatabase ??= databases.create().then(({ name, url }) => {
     createdDatabase = name
-    const url = new URL(POSTGRES_ADMIN_URL)
-    url.pathname = `/${name}`
-    return url.toString()
+    return url
   })
   return processDatabase
 }
@@ -78,8 +41,8 @@ function databaseUrl(): Promise<string> {
 export async function freshPostgresUrl(t: TestContext): Promise<string> {
   const base = await databaseUrl()
   const schema = `t_${randomBytes(6).toString('hex')}`
-  await withClient(base, (c) => c.query(`CREATE SCHEMA ${schema}`))
-  t.after(() => withClient(base, (c) => c.query(`DROP SCHEMA ${schema} CASCADE`)))
+  await databases.connected((c) => c.query(`CREATE SCHEMA ${schema}`), base)
+  t.after(() => databases.connected((c) => c.query(`DROP SCHEMA ${schema} CASCADE`), base))
   const url = new URL(base)
   url.searchParams.set('options', `-c search_path=${schema}`)
   return url.toString()
@@ -92,14 +55,9 @@ export async function freshPostgresUrl(t: TestContext): Promise<string> {
 export async function freshPostgresDatabase(
   t: TestContext,
 ): Promise<{ name: string; url: string }> {
-  const name = `${DATABASE_PREFIX}${process.pid}_${randomBytes(4).toString('hex')}`
-  await withClient(POSTGRES_ADMIN_URL, (c) => c.query(`CREATE DATABASE ${name}`))
-  t.after(() =>
-    withClient(POSTGRES_ADMIN_URL, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)),
-  )
-  const url = new URL(POSTGRES_ADMIN_URL)
-  url.pathname = `/${name}`
-  return { name, url: url.toString() }
+  const db = await databases.create()
+  t.after(() => databases.drop(db.name))
+  return db
 }
 
 /** Runs one statement as the administrator, on the administrator's own database. */
@@ -107,5 +65,5 @@ export function adminQuery<R extends pg.QueryResultRow>(
   text: string,
   values: unknown[] = [],
 ): Promise<pg.QueryResult<R>> {
-  return withClient(POSTGRES_ADMIN_URL, (c) => c.query<R>(text, values))
+  return databases.connected((c) => c.query<R>(text, values))
 }

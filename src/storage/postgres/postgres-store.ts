@@ -1,7 +1,13 @@
 // The PostgreSQL adapter: several service processes share one database through it.
 import { Kysely, Migrator, PostgresDialect, sql } from 'kysely'
 import pg from 'pg'
-import { type ApiKeyRow, foundApiKey, keyLookupColumns, toApiKey } from '../api-key-row.js'
+import {
+  type ApiKeyRow,
+  apiKeyValues,
+  foundApiKey,
+  keyLookupColumns,
+  toApiKey,
+} from '../api-key-row.js'
 import { AsyncWriteBatcher } from '../async-write-batcher.js'
 import { StorageUnavailableError } from '../errors.js'
 import { DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY, IdempotencyCap } from '../idempotency-cap.js'
@@ -409,14 +415,7 @@ export class PostgresStore implements Store {
       'insert-api-key',
       `INSERT INTO api_keys (id, name, secret_hash, created_at, expires_at, revoked_at)
        VALUES ($1, $2, $3, $4, $5, $6)`,
-      [
-        k.id,
-        k.name,
-        k.secretHash,
-        k.createdAt.getTime(),
-        k.expiresAt?.getTime() ?? null,
-        k.revokedAt?.getTime() ?? null,
-      ],
+      [...apiKeyValues(k)],
     )
   }
 

@@ -1,5 +1,11 @@
 import type Database from 'better-sqlite3'
-import { type ApiKeyRow, foundApiKey, keyLookupColumns, toApiKey } from '../api-key-row.js'
+import {
+  type ApiKeyRow,
+  apiKeyValues,
+  foundApiKey,
+  keyLookupColumns,
+  toApiKey,
+} from '../api-key-row.js'
 import { AsyncWriteBatcher } from '../async-write-batcher.js'
 import { StorageUnavailableError } from '../errors.js'
 import { DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY, IdempotencyCap } from '../idempotency-cap.js'
@@ -171,31 +177,19 @@ export class SqliteStore implements Store {
 
   async listPets({ afterId, status, limit }: PetPageQuery): Promise<Pet[]> {
     const s = this.statements
-    let rows: PetRow[]
-    try {
-      this.throwIfFileFault()
+    const rows = this.guarded(() => {
       if (status === null) {
-        rows = afterId === null ? s.firstPage.all(limit) : s.pageAfter.all(afterId, limit)
-      } else {
-        rows =
-          afterId === null
-            ? s.firstPageByStatus.all(status, limit)
-            : s.pageAfterByStatus.all(status, afterId, limit)
+        return afterId === null ? s.firstPage.all(limit) : s.pageAfter.all(afterId, limit)
       }
-    } catch (err) {
-      throw this.failed(err)
-    }
+      return afterId === null
+        ? s.firstPageByStatus.all(status, limit)
+        : s.pageAfterByStatus.all(status, afterId, limit)
+    })
     return rows.map(toPet)
   }
 
   async getPet(id: bigint): Promise<Pet | null> {
-    let row: PetRow | undefined
-    try {
-      this.throwIfFileFault()
-      row = this.statements.getPet.get(id)
-    } catch (err) {
-      throw this.failed(err)
-    }
+    const row = this.guarded(() => this.statements.getPet.get(id))
     return row ? toPet(row) : null
   }
 
@@ -271,16 +265,7 @@ export class SqliteStore implements Store {
   }
 
   async insertApiKey(k: ApiKeyRecord): Promise<void> {
-    this.guarded(() =>
-      this.statements.insertApiKey.run(
-        k.id,
-        k.name,
-        k.secretHash,
-        k.createdAt.getTime(),
-        k.expiresAt?.getTime() ?? null,
-        k.revokedAt?.getTime() ?? null,
-      ),
-    )
+    this.guarded(() => this.statements.insertApiKey.run(...apiKeyValues(k)))
     this.ownCommits++
   }
 
@@ -289,14 +274,7 @@ export class SqliteStore implements Store {
   }
 
   findApiKeyNow(id: string): ApiKeyRecord | null {
-    let row: ApiKeyRow | undefined
-    try {
-      this.throwIfFileFault()
-      row = this.statements.findApiKey.get(id)
-    } catch (err) {
-      throw this.failed(err)
-    }
-    return foundApiKey(row)
+    return foundApiKey(this.guarded(() => this.statements.findApiKey.get(id)))
   }
 
   async listApiKeys(): Promise<ApiKeyRecord[]> {
