@@ -195,6 +195,14 @@ function opsFor(pets: number, dir: string): Op[] {
 /** PostgreSQL databases made by this run, dropped by `cleanUp` whatever happens. */
 const databases: string[] = []
 
+async function dropDatabases(): Promise<void> {
+  for (const name of databases.splice(0)) {
+    await dropDatabase(name).catch((err: Error) =>
+      log(`bench: could not drop ${name}: ${err.message}`),
+    )
+  }
+}
+
 /** A service to prepare: its store, its catalogue's size and its label. */
 interface Planned {
   store: StoreKind
@@ -240,34 +248,32 @@ interface Target {
 }
 
 /**
- * Every round: per operation, each target in turn (the baseline first), a warm-up run then a
+ * One round: per operation, each target in turn (the baseline first), a warm-up run then a
  * measured one, with the CPU time the target's process spent during the measured run.
  */
-async function measure(targets: Target[], samples: OpSamples[]): Promise<void> {
-  for (let round = 1; round <= rounds; round++) {
-    for (const [i, s] of samples.entries()) {
-      for (const target of targets) {
-        const { path, script } = target.request(i)
-        const run = {
-          url: `http://127.0.0.1:${target.port}${path}`,
-          connections,
-          cpu: LOAD_CPU,
-          headers: [`Authorization: Bearer ${target.key}`],
-          ...(script ? { script } : {}),
-        }
-        if (warmup > 0) s.warmupErrors += (await wrk({ ...run, seconds: warmup })).errors
-        const cpuBefore = cpuSeconds(target.pid)
-        const wallBefore = performance.now()
-        const result = await wrk({ ...run, seconds })
-        result.serverCpu =
-          (cpuSeconds(target.pid) - cpuBefore) / ((performance.now() - wallBefore) / 1000)
-        ;(target.label === 'baseline' ? s.baseline : s.services[target.label]!).push(result)
-        log(
-          `bench: round ${round}/${rounds} ${s.name} ${target.label}: ${result.rps.toFixed(0)} req/s, ` +
-            `p99 ${result.p99Ms.toFixed(2)} ms, server CPU ${(result.serverCpu * 100).toFixed(0)}%, errors ${result.errors}` +
-            (result.errors > 0 ? ` (${result.errorDetail})` : ''),
-        )
+async function measure(round: number, targets: Target[], samples: OpSamples[]): Promise<void> {
+  for (const [i, s] of samples.entries()) {
+    for (const target of targets) {
+      const { path, script } = target.request(i)
+      const run = {
+        url: `http://127.0.0.1:${target.port}${path}`,
+        connections,
+        cpu: LOAD_CPU,
+        headers: [`Authorization: Bearer ${target.key}`],
+        ...(script ? { script } : {}),
       }
+      if (warmup > 0) s.warmupErrors += (await wrk({ ...run, seconds: warmup })).errors
+      const cpuBefore = cpuSeconds(target.pid)
+      const wallBefore = performance.now()
+      const result = await wrk({ ...run, seconds })
+      result.serverCpu =
+        (cpuSeconds(target.pid) - cpuBefore) / ((performance.now() - wallBefore) / 1000)
+      ;(target.label === 'baseline' ? s.baseline : s.services[target.label]!).push(result)
+      log(
+        `bench: round ${round}/${rounds} ${s.name} ${target.label}: ${result.rps.toFixed(0)} req/s, ` +
+          `p99 ${result.p99Ms.toFixed(2)} ms, server CPU ${(result.serverCpu * 100).toFixed(0)}%, errors ${result.errors}` +
+          (result.errors > 0 ? ` (${result.errorDetail})` : ''),
+      )
     }
   }
 }
@@ -312,7 +318,7 @@ async function report(
     }),
     ...services.map(
       (s) =>
-        `- ${s.label}: peak RSS (VmHWM) ${peakRssMb(s.running.child.pid!).toFixed(1)} MB; ` +
+        `- ${s.label}, in the last round: peak RSS (VmHWM) ${peakRssMb(s.running.child.pid!).toFixed(1)} MB; ` +
         `start-up on the existing store (process start to first /readyz 200) ${s.running.startupMs.toFixed(0)} ms; ` +
         `seeding (\`petstore seed\`) ${(s.seedMs / 1000).toFixed(2)} s; log ${(statSync(s.logFile).size / 1e6).toFixed(0)} MB`,
     ),
@@ -326,7 +332,8 @@ async function report(
     "- CPU µs/req is the Node process's CPU time (all its threads) per request; PostgreSQL's own processes are not in it, so for PostgreSQL the CPU ratio leaves out the database's share of the work",
     '- services: logging JSON at info to a file, rate limiting on (limit 100,000,000 per window), auth on' +
       (stores.includes('sqlite') ? '; SQLite synchronous=FULL' : '') +
-      (settings ? `; PostgreSQL: a fresh database per service, ${settings}` : ''),
+      (settings ? `; PostgreSQL: ${settings}` : ''),
+    `- every round on fresh stores: each service's database made, seeded with ${pets.toLocaleString('en-US')} pets and started anew, so the creates of one round never grow the next round's catalogue`,
     `- load average at the end: ${loadAvg} (about 2 is the bench itself, a server and wrk; more means other work shared the two cores); the server CPU column of every round shows how much of its core each server got (near 100% when it alone is the bottleneck)`,
     `- steal, the time the hypervisor took from the CPUs while the rounds ran (/proc/stat): ${(stealShare(statBefore, cpuStat()) * 100).toFixed(1)}% (on a virtual machine whose host is busy, req/s falls with it; CPU µs/req is what each request cost whatever the server was left of its core, and CPU ratio = baseline µs/req ÷ service µs/req)`,
     `- ${cpus()[0]?.model ?? 'unknown CPU'} x${cpus().length}, Node ${process.version}, commit ${commit}${dirty ? ' (src modified)' : ''}`,
@@ -350,11 +357,7 @@ async function main(): Promise<void> {
   const cleanUp = () => {
     cleaning ??= (async () => {
       for (const r of running) await stop(r)
-      for (const name of databases) {
-        await dropDatabase(name).catch((err: Error) =>
-          log(`bench: could not drop ${name}: ${err.message}`),
-        )
-      }
+      await dropDatabases()
       if (!values.keep) rmSync(dir, { recursive: true, force: true })
     })()
     return cleaning
@@ -378,58 +381,74 @@ async function main(): Promise<void> {
         : []),
       { store, pets, label: STORE_NAMES[store] },
     ])
-    // Every store is made before any is seeded, so an unreachable PostgreSQL fails at once.
-    const places: Place[] = []
-    for (const p of plan)
-      places.push(await freshPlace(p.store, join(dir, p.label.replace(/\W+/g, '-'))))
-    const services: ServiceUnderTest[] = []
-    for (const [i, p] of plan.entries()) {
-      const service = await prepareService(p, places[i]!)
-      running.push(service.running)
-      services.push(service)
-    }
-    const first = services.find((s) => s.pets === pets)!
-    const baseline = await startBaseline(SERVER_CPU, first.key)
-    running.push(baseline)
-
-    for (const [i, op] of first.ops.entries()) {
-      for (const s of services) await check(s.running.port, s.key, s.ops[i]!, createBody)
-      await check(
-        baseline.port,
-        first.key,
-        { ...op, expect: op.baseline === 'list' ? { status: 200, items: 20 } : { status: 201 } },
-        createBody,
-      )
-    }
-
-    const createLua = first.ops.find((op) => op.baseline === 'create')!.script!
-    const targets: Target[] = [
-      {
-        label: 'baseline',
-        pid: baseline.child.pid!,
-        port: baseline.port,
-        key: first.key,
-        request: (i) =>
-          first.ops[i]!.baseline === 'create'
-            ? { path: '/v1/pets', script: createLua }
-            : { path: '/v1/pets?limit=20' },
-      },
-      ...services.map((s) => ({
-        label: s.label,
-        pid: s.running.child.pid!,
-        port: s.running.port,
-        key: s.key,
-        request: (i: number) => s.ops[i]!,
-      })),
-    ]
-    const samples: OpSamples[] = first.ops.map((op) => ({
-      name: op.name,
-      baseline: [],
-      services: Object.fromEntries(services.map((s) => [s.label, []])),
-      warmupErrors: 0,
-    }))
+    let baseline: Running | undefined
+    let services: ServiceUnderTest[] = []
+    let samples: OpSamples[] = []
     const statBefore = cpuStat()
-    await measure(targets, samples)
+    for (let round = 1; round <= rounds; round++) {
+      // Every store is made before any is seeded, so an unreachable PostgreSQL fails at once.
+      const places: Place[] = []
+      for (const p of plan) {
+        const name = `${p.label.replace(/\W+/g, '-')}-${round}`
+        places.push(await freshPlace(p.store, join(dir, name)))
+      }
+      services = []
+      for (const [i, p] of plan.entries()) {
+        const service = await prepareService(p, places[i]!)
+        running.push(service.running)
+        services.push(service)
+      }
+      const first = services.find((s) => s.pets === pets)!
+      if (baseline === undefined) {
+        baseline = await startBaseline(SERVER_CPU, first.key)
+        running.push(baseline)
+      }
+      const bare = baseline
+      for (const [i, op] of first.ops.entries()) {
+        for (const s of services) await check(s.running.port, s.key, s.ops[i]!, createBody)
+        await check(
+          bare.port,
+          first.key,
+          { ...op, expect: op.baseline === 'list' ? { status: 200, items: 20 } : { status: 201 } },
+          createBody,
+        )
+      }
+
+      const createLua = first.ops.find((op) => op.baseline === 'create')!.script!
+      const targets: Target[] = [
+        {
+          label: 'baseline',
+          pid: bare.child.pid!,
+          port: bare.port,
+          key: first.key,
+          request: (i) =>
+            first.ops[i]!.baseline === 'create'
+              ? { path: '/v1/pets', script: createLua }
+              : { path: '/v1/pets?limit=20' },
+        },
+        ...services.map((s) => ({
+          label: s.label,
+          pid: s.running.child.pid!,
+          port: s.running.port,
+          key: s.key,
+          request: (i: number) => s.ops[i]!,
+        })),
+      ]
+      if (samples.length === 0) {
+        samples = first.ops.map((op) => ({
+          name: op.name,
+          baseline: [],
+          services: Object.fromEntries(services.map((s) => [s.label, []])),
+          warmupErrors: 0,
+        }))
+      }
+      await measure(round, targets, samples)
+      // The last round's services stay up for the report's peak RSS, then cleanUp stops them.
+      if (round < rounds) {
+        for (const s of services) await stop(s.running)
+        await dropDatabases()
+      }
+    }
 
     const md = await report(services, samples, statBefore)
     mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true })

@@ -35,7 +35,7 @@ import './http/types.js'
 import { Metrics } from './observability/metrics.js'
 import { DeprecatedCallCounter, deprecationHeaders } from './pets/deprecation.js'
 import { canServeHotPath, createHotPath, replayedBody, serveHotPathFirst } from './pets/hot-path.js'
-import { PageCache } from './pets/page-cache.js'
+import { MAX_CACHED_PAGES, MAX_CACHED_PETS, ReadCache } from './pets/read-cache.js'
 import { petRoutes } from './pets/routes.js'
 import { PetService } from './pets/service.js'
 import { readDataVersion, type Store } from './storage/store.js'
@@ -144,8 +144,10 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     const violation = edgeViolation(request.raw)
     if (violation !== null) throw violation
     // Read once per request, before any cache is consulted: every cache the request consults is
-    // checked against the same moment.
-    request.dataVersion = readDataVersion(store)
+    // checked against the same moment. Public routes consult none.
+    if (request.routeOptions.config.public !== true) {
+      request.dataVersion = await readDataVersion(store)
+    }
   })
 
   // Labels come from the route's operation name, never the URL, so their number stays small.
@@ -170,7 +172,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await app.register(docsPage, { specUrl: '/v1/openapi.json' })
 
   const service = new PetService(store, clock)
-  const pages = new PageCache()
+  const pages = new ReadCache(MAX_CACHED_PAGES)
+  const pets = new ReadCache(MAX_CACHED_PETS)
   const deprecatedCalls = new DeprecatedCallCounter(clock, config.deprecatedCallLogIntervalMs)
   metrics.watchDeprecatedCalls(() => deprecatedCalls.counts())
   const fallbackOrigin = new URL(config.productionUrl).origin
@@ -189,13 +192,14 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     done(null, body === undefined ? payload : Readable.from([body]))
   })
   await app.register(healthRoutes, { store, isDraining })
-  await app.register(petRoutes, { service, clock, deprecatedCalls, fallbackOrigin, pages })
+  await app.register(petRoutes, { service, clock, deprecatedCalls, fallbackOrigin, pages, pets })
   if (hot !== null) {
     const hotPath = createHotPath({
       auth: hot,
       compileValidator,
       store,
       pages,
+      pets,
       service,
       bodyLimit: BODY_LIMIT_BYTES,
       logger: app.log,

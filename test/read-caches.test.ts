@@ -1,19 +1,10 @@
-// The two read caches over the embedded store (remembered API keys, serialized list pages) are
-// invisible: a cached answer is byte for byte a fresh one, and a commit by anyone, this process or
-// another connection to the same file, is seen by the very next request. (SQLite only: the
-// PostgreSQL adapter has no dataVersion, so nothing is cached over it.)
+// The read caches (remembered API keys, serialized list pages and pets) are invisible: a cached
+// answer is byte for byte a fresh one, and a commit by anyone, this process or another connection
+// to the same database, is seen by the very next request. Runs on both stores.
 import assert from 'node:assert/strict'
-import { join } from 'node:path'
 import { describe, test } from 'node:test'
-import Database from 'better-sqlite3'
 import { createPet, json, type TestApp, testApp } from './support/app.js'
-
-/** Another connection to the service's file, standing for another process (a CLI, a worker). */
-function otherConnection(a: TestApp): Database.Database {
-  const db = new Database(join(a.dir, 'petstore.db'))
-  db.pragma('busy_timeout = 5000')
-  return db
-}
+import { TEST_STORE } from './support/postgres.js'
 
 async function seedPets(a: TestApp, n: number): Promise<void> {
   for (let i = 0; i < n; i++) {
@@ -21,10 +12,9 @@ async function seedPets(a: TestApp, n: number): Promise<void> {
   }
 }
 
-describe('read caches over SQLite', () => {
+describe(`read caches over ${TEST_STORE}`, () => {
   test('a repeated page is the same bytes and headers as the first answer', async (t) => {
     const a = await testApp(t)
-    assert.equal(a.store.kind, 'sqlite')
     await seedPets(a, 3)
     const first = await a.call({ method: 'GET', url: '/v1/pets?limit=2&status=available' })
     const second = await a.call({ method: 'GET', url: '/v1/pets?limit=2&status=available' })
@@ -64,11 +54,9 @@ describe('read caches over SQLite', () => {
     const url = '/v1/pets?limit=1'
     const before = await a.call({ method: 'GET', url })
     assert.equal(before.headers.link, undefined)
-    const db = otherConnection(a)
-    t.after(() => db.close())
-    db.prepare(
+    await a.sql(
       "INSERT INTO pets (name, category_id, status, created_at) VALUES ('from elsewhere', 9, 'sold', 0)",
-    ).run()
+    )
     const after = await a.call({ method: 'GET', url })
     assert.equal(after.body, '[{"id":1,"name":"pet 0","categoryId":0}]')
     assert.equal(
@@ -79,14 +67,30 @@ describe('read caches over SQLite', () => {
     assert.equal(next.body, '[{"id":2,"name":"from elsewhere","categoryId":9,"status":"sold"}]')
   })
 
+  test('a pet read again is the same bytes; a change by another connection shows at once', async (t) => {
+    const a = await testApp(t)
+    await seedPets(a, 2)
+    const first = await a.call({ method: 'GET', url: '/v1/pets/2' })
+    const second = await a.call({ method: 'GET', url: '/v1/pets/2' })
+    for (const res of [first, second]) {
+      assert.equal(res.statusCode, 200)
+      assert.equal(res.body, '{"id":2,"name":"pet 1","categoryId":1}')
+      assert.equal(res.headers['content-type'], 'application/json; charset=utf-8')
+      assert.equal(res.headers['content-length'], '38')
+    }
+    await a.sql("UPDATE pets SET name = 'renamed', status = 'sold' WHERE id = ?", 2)
+    const after = await a.call({ method: 'GET', url: '/v1/pets/2' })
+    assert.equal(after.body, '{"id":2,"name":"renamed","categoryId":1,"status":"sold"}')
+    await a.sql('DELETE FROM pets WHERE id = ?', 2)
+    assert.equal((await a.call({ method: 'GET', url: '/v1/pets/2' })).statusCode, 404)
+  })
+
   test('a key revoked by another connection is refused on its next request', async (t) => {
     const a = await testApp(t)
     for (let i = 0; i < 3; i++) {
       assert.equal((await a.call({ method: 'GET', url: '/v1/pets' })).statusCode, 200)
     }
-    const db = otherConnection(a)
-    t.after(() => db.close())
-    db.prepare('UPDATE api_keys SET revoked_at = 1 WHERE id = ?').run(a.keyId)
+    await a.sql('UPDATE api_keys SET revoked_at = 1 WHERE id = ?', a.keyId)
     const res = await a.call({ method: 'GET', url: '/v1/pets' })
     assert.equal(res.statusCode, 401)
     assert.equal(res.headers['www-authenticate'], 'Bearer realm="petstore", error="invalid_token"')
@@ -94,10 +98,8 @@ describe('read caches over SQLite', () => {
 
   test('a remembered key still expires at its instant', async (t) => {
     const a = await testApp(t)
-    const db = otherConnection(a)
-    t.after(() => db.close())
     const expiresAt = a.clock.now().getTime() + 1000
-    db.prepare('UPDATE api_keys SET expires_at = ? WHERE id = ?').run(expiresAt, a.keyId)
+    await a.sql('UPDATE api_keys SET expires_at = ? WHERE id = ?', expiresAt, a.keyId)
     assert.equal((await a.call({ method: 'GET', url: '/v1/pets' })).statusCode, 200)
     assert.equal((await a.call({ method: 'GET', url: '/v1/pets' })).statusCode, 200)
     a.clock.set(new Date(expiresAt))
@@ -116,9 +118,12 @@ describe('read caches over SQLite', () => {
     const a = await testApp(t, {
       wrapStore: (store) =>
         Object.assign(Object.create(store), {
+          // As each store fails: SQLite throws, PostgreSQL's read rejects.
           dataVersion: () => {
-            if (failing) throw new Error('SQLITE_IOERR: disk I/O error')
-            return store.dataVersion!()
+            if (!failing) return store.dataVersion!()
+            const err = new Error('the data version cannot be read')
+            if (TEST_STORE === 'sqlite') throw err
+            return Promise.reject(err)
           },
         }),
     })

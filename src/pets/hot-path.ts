@@ -33,7 +33,7 @@ import {
 } from '../storage/store.js'
 import { type DeprecatedCallCounter, type DeprecationHeaders, isSunset } from './deprecation.js'
 import { nextPageLink } from './next-link.js'
-import { PageCache } from './page-cache.js'
+import { ReadCache } from './read-cache.js'
 import { JSON_CONTENT_TYPE } from './routes.js'
 import {
   ListPetsQuery,
@@ -49,9 +49,10 @@ export interface HotPathOptions {
   auth: HotAuth
   /** The app's validator compiler (createValidatorCompiler), which the routes' schemas went through. */
   compileValidator: FastifySchemaCompiler<unknown>
-  /** Must give dataVersion, getPetJsonAt and createPetThen (SQLite); see canServeHotPath. */
+  /** Must give dataVersion; see canServeHotPath. */
   store: Store
-  pages: PageCache
+  pages: ReadCache
+  pets: ReadCache
   /** Creates go through the routes' own service (createThen). */
   service: PetService
   /** The app's body limit: a larger body is Fastify's to refuse. */
@@ -139,12 +140,9 @@ export function replayedBody(req: IncomingMessage): Buffer | undefined {
   return (req as WithReplayedBody)[REPLAYED_BODY]
 }
 
+/** Without a data version nothing is cached, and the hot path could answer nothing. */
 export function canServeHotPath(store: Store): boolean {
-  return (
-    store.dataVersion !== undefined &&
-    store.getPetJsonAt !== undefined &&
-    store.createPetThen !== undefined
-  )
+  return store.dataVersion !== undefined
 }
 
 const LIST_PATH = '/v1/pets'
@@ -175,10 +173,10 @@ function forwarded(req: IncomingMessage): boolean {
 }
 
 export function createHotPath(o: HotPathOptions): HotPath {
-  const { store, pages, logger, metrics } = o
+  const { store, pages, pets, logger, metrics } = o
   const { admit } = o.auth
   const logCompleted = requestLineWriter(logger)
-  const getPetJsonAt = store.getPetJsonAt!.bind(store)
+  const getPetJsonAt = store.getPetJsonAt?.bind(store)
   // The routes' own validators: the app's compiler hands out what it compiled for them.
   const validateQuery = o.compileValidator({
     schema: ListPetsQuery,
@@ -234,8 +232,8 @@ export function createHotPath(o: HotPathOptions): HotPath {
   // where the data version is read once for all of them. That is as exact as a read per
   // request: by then every request of the turn has been received, so any commit acknowledged to
   // a client before it sent one of them, by this process or another, happened before the version
-  // was read, and the answer includes it. It saves a pread per request but the first of each
-  // turn (docs/performance.md).
+  // was read, and the answer includes it. It saves a read per request but the first of each
+  // turn: on SQLite a pread, on PostgreSQL a round trip (docs/performance.md).
   let reads: Read[] = []
   // Answers wait for the end of the turn too, and go out together. Sent one by one, each write
   // wakes the client's side of the loopback or NIC path on its own; sent together, the first
@@ -259,6 +257,10 @@ export function createHotPath(o: HotPathOptions): HotPath {
     const turn = reads
     reads = []
     const version = readDataVersion(store)
+    if (typeof version === 'object') version.then((v) => answerTurn(turn, v))
+    else answerTurn(turn, version)
+  }
+  const answerTurn = (turn: Read[], version: number | undefined) => {
     for (const r of turn) {
       let answered = false
       try {
@@ -343,7 +345,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
     query: ListPetsQueryType,
     version: number,
   ): boolean => {
-    const page = pages.get(PageCache.key(query.limit, query.status, query.cursor), version)
+    const page = pages.get(ReadCache.pageKey(query.limit, query.status, query.cursor), version)
     if (page === undefined) return false
     const admitted = admit(req.headers.authorization, version)
     if (admitted === null) return false
@@ -390,8 +392,9 @@ export function createHotPath(o: HotPathOptions): HotPath {
     petId: bigint,
     version: number,
   ): boolean => {
-    // The body as the route's serializer would write it, from SQLite (PET_JSON_BY_ID).
-    const body = getPetJsonAt(petId, version)
+    // The body as the route's serializer wrote it: cached by the route, or from a store that
+    // reads in the same turn (SQLite's PET_JSON_BY_ID).
+    const body = pets.get(String(petId), version)?.body ?? getPetJsonAt?.(petId, version) ?? null
     if (body === null) return false
     const admitted = admit(req.headers.authorization, version)
     if (admitted === null) return false

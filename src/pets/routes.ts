@@ -8,7 +8,7 @@ import { ApiError } from '../errors.js'
 import type { NewPet as NewPetRecord } from '../storage/store.js'
 import { type DeprecatedCallCounter, getPetSunset, isSunset } from './deprecation.js'
 import { nextPageLink } from './next-link.js'
-import { type CachedPage, PageCache } from './page-cache.js'
+import { type CachedRead, ReadCache } from './read-cache.js'
 import { errorResponse, headers, withHeaders } from './responses.js'
 import { ListPetsQuery, NewPet, Pet, PetIdParams, Pets } from './schemas.js'
 import { newPetOf, type PetService } from './service.js'
@@ -19,8 +19,9 @@ export interface PetRoutesOptions {
   deprecatedCalls: DeprecatedCallCounter
   /** Origin used in next-page links when the request's Host cannot be trusted to form a URL. */
   fallbackOrigin: string
-  /** List pages as sent, shared with the hot path (src/pets/hot-path.ts). */
-  pages: PageCache
+  /** List pages and pets as sent, shared with the hot path (src/pets/hot-path.ts). */
+  pages: ReadCache
+  pets: ReadCache
 }
 
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
@@ -45,7 +46,7 @@ const IdempotencyHeaders = Type.Object({
 
 export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>()
-  const { service, clock, deprecatedCalls, pages } = opts
+  const { service, clock, deprecatedCalls, pages, pets } = opts
 
   r.get(
     '/v1/pets',
@@ -76,8 +77,8 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
         cursor?: string
       }
       const version = request.dataVersion
-      const key = PageCache.key(query.limit, query.status, query.cursor)
-      let page: CachedPage | undefined = version === undefined ? undefined : pages.get(key, version)
+      const key = ReadCache.pageKey(query.limit, query.status, query.cursor)
+      let page: CachedRead | undefined = version === undefined ? undefined : pages.get(key, version)
       if (page === undefined) {
         const found = await service.listPage(query)
         // The route's own 200 serializer, so a cached page is byte for byte a fresh one.
@@ -176,7 +177,16 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
         },
       },
     },
-    async (request) => service.get(request.params.petId),
+    async (request, reply) => {
+      const version = request.dataVersion
+      const key = String(request.params.petId)
+      let body = version === undefined ? undefined : pets.get(key, version)?.body
+      if (body === undefined) {
+        body = reply.serialize(await service.get(request.params.petId)) as string
+        if (version !== undefined) pets.set(key, version, { body, nextCursor: null })
+      }
+      return sendSerialized(reply, body)
+    },
   )
 
   app.get(

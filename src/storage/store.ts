@@ -69,8 +69,7 @@ export interface Store {
   createPet(pet: NewPet, completes?: IdempotencyRef): Promise<Pet>
   /**
    * createPet without an idempotency claim, settling through one of the callbacks instead of a
-   * promise (PetService.createThen, for the HTTP hot path). Adapters that have it also have
-   * getPetJsonAt.
+   * promise (PetService.createThen, for the HTTP hot path).
    */
   createPetThen?(pet: NewPet, created: (pet: Pet) => void, failed: (err: unknown) => void): void
   /**
@@ -93,12 +92,14 @@ export interface Store {
   ping(): Promise<void>
   close(): Promise<void>
   /**
-   * A number that changes whenever committed data may have changed, whoever committed it: this
-   * process, another connection, another process. Cheap and synchronous, so that results can be
-   * cached and checked on every request. Adapters that cannot tell leave it out, and nothing is
-   * cached over them.
+   * A number that changes whenever committed pets or API keys may have changed, whoever committed
+   * them: this process, another connection, another process. Read on every request that may use
+   * a cached result, and that result is used only if it was cached at the same number; the number
+   * must therefore be read after the request arrived. Synchronous where that is cheap (an embedded
+   * database), a promise where it costs a round trip (shared by the requests that wait together).
+   * Adapters that cannot tell leave it out, and nothing is cached over them.
    */
-  dataVersion?(): number
+  dataVersion?(): number | Promise<number>
   /** Usage figures for metrics, read at each scrape; adapters without them leave this out. */
   stats?(): StoreStats
   /** Calls the listener with the size of each group commit; for adapters that batch writes. */
@@ -117,9 +118,10 @@ export interface StoreStats {
  * cannot answer makes callers use nothing cached, and the request's own query then reports the
  * failure (health checks never depend on it).
  */
-export function readDataVersion(store: Store): number | undefined {
+export function readDataVersion(store: Store): number | undefined | Promise<number | undefined> {
   try {
-    return store.dataVersion?.()
+    const version = store.dataVersion?.()
+    return typeof version === 'object' ? version.catch(() => undefined) : version
   } catch {
     return undefined
   }

@@ -24,6 +24,37 @@ test('postgres: instances starting together apply each migration exactly once', 
   const { rows } = await client.query('SELECT name FROM kysely_migration ORDER BY name')
   assert.deepEqual(
     rows.map((r) => r.name),
-    ['001-initial'],
+    ['001-initial', '002-data-version'],
   )
+})
+
+test('postgres: a dataVersion asked for after a commit elsewhere is at least that commit', async (t) => {
+  const url = await freshPostgresUrl(t)
+  const store = await openPostgresStore({ url, poolSize: 4, timeoutMs: 5000 })
+  t.after(() => store.close())
+  const other = new pg.Client({ connectionString: url })
+  await other.connect()
+  t.after(() => other.end())
+  // Reads kept in flight all along: a caller arriving during one must wait for the next read,
+  // never share the one already sent (which may predate the commit).
+  let reading = true
+  const readers = Array.from({ length: 3 }, async () => {
+    while (reading) await store.dataVersion()
+  })
+  try {
+    for (let i = 0; i < 50; i++) {
+      await other.query(
+        "INSERT INTO pets (name, category_id, created_at) VALUES ('elsewhere', 1, 0)",
+      )
+      const { rows } = await other.query<{ version: string }>(
+        'SELECT version::text FROM data_version',
+      )
+      const committed = Number(rows[0]!.version)
+      const seen = await store.dataVersion()
+      assert.ok(seen >= committed, `read ${seen} after commit ${committed}`)
+    }
+  } finally {
+    reading = false
+    await Promise.all(readers)
+  }
 })

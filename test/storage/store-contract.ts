@@ -281,6 +281,36 @@ export function storeContract(adapter: string, open: OpenStore): void {
       assert.deepEqual(await store.findApiKey('aaaaaaaaaaaa'), { ...key, revokedAt: at })
     })
 
+    test('dataVersion moves with every change to pets or API keys, and only then', async (t) => {
+      const store = await open(t)
+      const version = async () => await store.dataVersion!()
+      const key: ApiKeyRecord = {
+        id: 'aaaaaaaaaaaa',
+        name: 'ci',
+        secretHash: Buffer.alloc(32, 7),
+        createdAt: new Date('2026-01-01T00:00:00Z'),
+        expiresAt: null,
+        revokedAt: null,
+      }
+      const seen = [await version()]
+      const changes = [
+        () => store.createPet({ name: 'a', categoryId: 1n }),
+        () => store.insertPets([{ name: 'b', categoryId: 2n }]),
+        () => store.insertApiKey(key),
+        () => store.revokeApiKey(key.id, new Date('2026-02-01T00:00:00Z')),
+      ]
+      for (const change of changes) {
+        await change()
+        seen.push(await version())
+      }
+      assert.equal(new Set(seen).size, seen.length, `versions ${seen.join(', ')}`)
+      // Reads leave it where it is, so that what was cached at it stays good.
+      await store.listPets({ afterId: null, status: null, limit: 10 })
+      await store.getPet(1n)
+      await store.findApiKey(key.id)
+      assert.equal(await version(), seen.at(-1))
+    })
+
     test('ping answers while open; close commits what was queued', async (t) => {
       const store = await open(t)
       await store.ping()

@@ -1,9 +1,11 @@
-// Builds a fresh app on a fresh SQLite file for one test, with one API key, and cleans up after.
+// Builds a fresh app on a fresh store for one test, with one API key, and cleans up after.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { TestContext } from 'node:test'
+import Database from 'better-sqlite3'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
+import pg from 'pg'
 import { buildApp } from '../../src/app.js'
 import { createApiKey } from '../../src/auth/api-keys.js'
 import { type Clock, manualClock } from '../../src/clock.js'
@@ -24,6 +26,11 @@ export interface TestApp {
   dir: string
   /** inject with the test key's Authorization header already set. */
   call(opts: InjectOptions): Promise<LightMyRequestResponse>
+  /**
+   * Runs one SQL statement (`?` placeholders) on a connection of its own to the app's database,
+   * standing for another process (a CLI, another instance); closed after the test.
+   */
+  sql(text: string, ...values: unknown[]): Promise<void>
 }
 
 export interface TestAppOptions {
@@ -46,23 +53,55 @@ export async function testStore(
   dir = tempDir(t),
   settings: Partial<Pick<Config, 'idempotencyKeysPerApiKey'>> = {},
 ): Promise<Store> {
-  const store =
-    TEST_STORE === 'postgres'
-      ? await openPostgresStore({
-          url: await freshPostgresUrl(t),
-          poolSize: 5,
-          timeoutMs: 5000,
-          ...settings,
-        })
-      : await openSqliteStore(join(dir, 'petstore.db'), settings)
-  t.after(() => store.close())
-  return store
+  return (await openTestStore(t, dir, settings)).store
+}
+
+/** testStore, with a `sql` function for another connection to the store's database. */
+export async function openTestStore(
+  t: TestContext,
+  dir: string,
+  settings: Partial<Pick<Config, 'idempotencyKeysPerApiKey'>>,
+): Promise<{ store: Store; sql: TestApp['sql'] }> {
+  let opened: { store: Store; sql: TestApp['sql'] }
+  if (TEST_STORE === 'postgres') {
+    const url = await freshPostgresUrl(t)
+    const store = await openPostgresStore({ url, poolSize: 5, timeoutMs: 5000, ...settings })
+    const sql = async (text: string, ...values: unknown[]) => {
+      let n = 0
+      const client = new pg.Client({ connectionString: url })
+      await client.connect()
+      try {
+        await client.query(
+          text.replace(/\?/g, () => `$${++n}`),
+          values,
+        )
+      } finally {
+        await client.end()
+      }
+    }
+    opened = { store, sql }
+  } else {
+    const file = join(dir, 'petstore.db')
+    const store = await openSqliteStore(file, settings)
+    const sql = async (text: string, ...values: unknown[]) => {
+      const db = new Database(file)
+      try {
+        db.pragma('busy_timeout = 5000')
+        db.prepare(text).run(...values)
+      } finally {
+        db.close()
+      }
+    }
+    opened = { store, sql }
+  }
+  t.after(() => opened.store.close())
+  return opened
 }
 
 export async function testApp(t: TestContext, opts: TestAppOptions = {}): Promise<TestApp> {
   const dir = tempDir(t)
   const config = configWith(opts.config)
-  const store = await testStore(t, dir, {
+  const { store, sql } = await openTestStore(t, dir, {
     idempotencyKeysPerApiKey: config.idempotencyKeysPerApiKey,
   })
   const clock = manualClock(opts.now ?? new Date('2026-01-15T12:00:00Z'))
@@ -76,7 +115,7 @@ export async function testApp(t: TestContext, opts: TestAppOptions = {}): Promis
   t.after(() => app.close())
   const call = (o: InjectOptions) =>
     app.inject({ ...o, headers: { authorization: `Bearer ${key}`, ...o.headers } })
-  return { app, store, clock, config, key, keyId: record.id, dir, call }
+  return { app, store, clock, config, key, keyId: record.id, dir, call, sql }
 }
 
 export function json(res: LightMyRequestResponse): unknown {

@@ -180,6 +180,10 @@ export class PostgresStore implements Store {
   readonly kind = 'postgres'
   private readonly creates: AsyncWriteBatcher<CreateItem, Pet>
   private closed = false
+  /** Callers of dataVersion waiting for the next read of it (see readVersions). */
+  private versionWaiters: { resolve: (version: number) => void; reject: (e: unknown) => void }[] =
+    []
+  private readingVersion = false
 
   constructor(
     private readonly pool: pg.Pool,
@@ -453,6 +457,37 @@ export class PostgresStore implements Store {
       [],
     )
     return Number(row!.n)
+  }
+
+  /**
+   * The data_version row, which every commit to pets or api_keys moves (migration 002). One read
+   * is in flight at a time; callers arriving meanwhile share the next one, which is sent after
+   * all of them asked and so sees every commit acknowledged before any of them did.
+   */
+  dataVersion(): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.versionWaiters.push({ resolve, reject })
+      if (!this.readingVersion) void this.readVersions()
+    })
+  }
+
+  private async readVersions(): Promise<void> {
+    this.readingVersion = true
+    while (this.versionWaiters.length > 0) {
+      const waiting = this.versionWaiters
+      this.versionWaiters = []
+      try {
+        const [row] = await this.query<{ version: bigint }>(
+          'data-version',
+          'SELECT version FROM data_version',
+          [],
+        )
+        for (const w of waiting) w.resolve(Number(row!.version))
+      } catch (err) {
+        for (const w of waiting) w.reject(err)
+      }
+    }
+    this.readingVersion = false
   }
 
   async ping(): Promise<void> {

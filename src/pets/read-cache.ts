@@ -1,0 +1,51 @@
+// Answers as sent (serialized JSON, and a list page's next cursor), kept while the catalogue is
+// unchanged: list pages, and pets by id.
+//
+// A page is a pure function of (limit, status, cursor) and of the data, a pet of its id and the
+// data, so either, serialized once, can be sent again for as long as the store's dataVersion has
+// not moved: any commit, by this process or any other, moves it, and the next request for it
+// reads the database again. This turns a read's query and serialization into a map lookup
+// (docs/performance.md).
+
+export interface CachedRead {
+  /** The JSON body, exactly as the route's response serializer wrote it. */
+  body: string
+  /** A list page's next cursor; null on a last page and for a pet. */
+  nextCursor: string | null
+}
+
+interface Entry extends CachedRead {
+  version: number
+}
+
+/** Pages kept at most (a page of 100 pets is ~8 KB), and pets (~100 bytes each); past it the
+ * oldest entry makes room. */
+export const MAX_CACHED_PAGES = 1000
+export const MAX_CACHED_PETS = 10_000
+
+export class ReadCache {
+  private readonly entries = new Map<string, Entry>()
+
+  constructor(private readonly capacity = MAX_CACHED_PAGES) {}
+
+  /** A list page's key. Absent and empty parameters differ: `cursor=` is an error, not page 1. */
+  static pageKey(limit: number, status: string | undefined, cursor: string | undefined): string {
+    return `${limit}|${status === undefined ? '-' : `=${status}`}|${cursor === undefined ? '-' : `=${cursor}`}`
+  }
+
+  get(key: string, version: number): CachedRead | undefined {
+    const entry = this.entries.get(key)
+    return entry !== undefined && entry.version === version ? entry : undefined
+  }
+
+  set(key: string, version: number, read: CachedRead): void {
+    if (!this.entries.delete(key) && this.entries.size >= this.capacity) {
+      this.entries.delete(this.entries.keys().next().value!)
+    }
+    this.entries.set(key, { version, body: read.body, nextCursor: read.nextCursor })
+  }
+
+  get size(): number {
+    return this.entries.size
+  }
+}
