@@ -399,10 +399,10 @@ async function main(): Promise<void> {
         services.push(service)
       }
       const first = services.find((s) => s.pets === pets)!
-      if (baseline === undefined) {
-        baseline = await startBaseline(SERVER_CPU, first.key)
-        running.push(baseline)
-      }
+      // Restarted with this round's key.
+      if (baseline !== undefined) await stop(baseline)
+      baseline = await startBaseline(SERVER_CPU, first.key)
+      running.push(baseline)
       const bare = baseline
       for (const [i, op] of first.ops.entries()) {
         for (const s of services) await check(s.running.port, s.key, s.ops[i]!, createBody)

@@ -111,7 +111,12 @@ function exited(child: ChildProcess): Promise<never> {
  * Starts the service pinned to `cpu`, its log (JSON, one line per request, as in production)
  * appended to `logFile`, and waits for `/readyz` to answer 200, polling every 2 ms.
  */
-export async function startService(place: Place, cpu: number, logFile: string): Promise<Running> {
+export async function startService(
+  place: Place,
+  cpu: number,
+  logFile: string,
+  env: Record<string, string> = {},
+): Promise<Running> {
   const port = await freePort()
   const log = openSync(logFile, 'a')
   const started = performance.now()
@@ -119,7 +124,7 @@ export async function startService(place: Place, cpu: number, logFile: string): 
     'taskset',
     ['-c', String(cpu), process.execPath, ...NODE_FLAGS, CLI, 'serve'],
     {
-      env: serviceEnv(place, port),
+      env: { ...serviceEnv(place, port), ...env },
       cwd: place.dir,
       stdio: ['ignore', log, log],
     },
@@ -134,7 +139,12 @@ export async function startService(place: Place, cpu: number, logFile: string): 
   return { child, port, startupMs: performance.now() - started }
 }
 
-export async function startBaseline(cpu: number, key: string): Promise<Running> {
+/** `kind`: node:http, or the same answers from a bare Fastify app (baseline-server.ts). */
+export async function startBaseline(
+  cpu: number,
+  key: string,
+  kind: 'node:http' | 'fastify' = 'node:http',
+): Promise<Running> {
   const port = await freePort()
   const started = performance.now()
   const script = join(ROOT, 'bench', 'baseline-server.ts')
@@ -150,6 +160,7 @@ export async function startBaseline(cpu: number, key: string): Promise<Running> 
       script,
       String(port),
       key,
+      ...(kind === 'fastify' ? ['fastify'] : []),
     ],
     { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
   )

@@ -48,7 +48,7 @@ export async function createApiKey(
 const MAX_REMEMBERED_KEYS = 10_000
 
 interface Remembered {
-  /** The store's dataVersion when the record was read; -1 for configured keys, which never change. */
+  /** The keys part of the store's dataVersion when the record was read; -1 for configured keys. */
   version: number
   identity: AuthenticatedKey
   /** null for a configured key (always active). */
@@ -60,10 +60,10 @@ export class ApiKeyVerifier {
   private readonly configuredKeys: { hash: Buffer; identity: AuthenticatedKey }[]
   /**
    * Keys that matched, by the presented text, so that a client's next request skips the lookup
-   * and the hashing. An entry from a stored key holds only while the store's dataVersion is the
-   * one it was read at: any commit anywhere (a revocation by `petstore keys revoke` in another
-   * process included) sends the next request back to the database. Without a version (PostgreSQL)
-   * the store is asked on every request.
+   * and the hashing. An entry from a stored key holds only while the keys part of the store's
+   * dataVersion is the one it was read at: any change to API keys anywhere (a revocation by
+   * `petstore keys revoke` in another process included) sends the next request back to the
+   * database. Without a version the store is asked on every request.
    */
   private readonly remembered = new Map<string, Remembered>()
 
@@ -78,7 +78,7 @@ export class ApiKeyVerifier {
     }))
   }
 
-  /** `version`: the store's dataVersion as the request began (remembered keys hold only at it). */
+  /** `version`: dataVersion().keys as the request began (remembered keys hold only at it). */
   async verify(presented: string, version?: number): Promise<AuthenticatedKey | null> {
     const known = this.recall(presented, version)
     if (known !== undefined) return known
@@ -108,7 +108,8 @@ export class ApiKeyVerifier {
    *
    * A key that matched at an earlier version has its record read again here, on stores that
    * answer in the same turn (findApiKeyNow): the same stored hash, still active, and it holds at
-   * `version` too. Why: under a stream of creates every group commit moves the version, and each
+   * `version` too. Why: under a stream of creates every group commit moves the version of a store
+   * that cannot tell pets from keys (SQLite), and each
    * key's first request after it went through the full check only to find its record unchanged.
    * The presented text is the one whose hash matched before, so comparing the stored hashes is
    * the same check as hashing it again; `version` was read before this read, as verify's is.

@@ -209,7 +209,7 @@ export async function registerAuth(
   app.addHook('onRequest', async (request, reply) => {
     if (!requiresKey(request)) return
     const token = bearerToken(request.headers.authorization)
-    const key = token ? await opts.verifier.verify(token, request.dataVersion) : null
+    const key = token ? await opts.verifier.verify(token, request.dataVersion?.keys) : null
     if (key === null) {
       const counted = count(perAddress, request)
       const failures = counted instanceof Promise ? await counted : counted

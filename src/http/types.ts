@@ -1,5 +1,6 @@
 // What this service adds to Fastify's request and route config.
 import type { AuthenticatedKey } from '../auth/api-keys.js'
+import type { DataVersion } from '../storage/store.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -9,7 +10,7 @@ declare module 'fastify' {
      * The store's dataVersion read as the request began (undefined when the store has none):
      * results cached at this version are what the database holds for this request.
      */
-    dataVersion: number | undefined
+    dataVersion: DataVersion | undefined
   }
   interface FastifyContextConfig {
     /** Reachable without an API key. */

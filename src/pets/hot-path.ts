@@ -26,6 +26,7 @@ import { requestId } from '../http/request-id.js'
 import { requestLineWriter } from '../http/request-log.js'
 import type { Metrics } from '../observability/metrics.js'
 import {
+  type DataVersion,
   type NewPet as NewPetRecord,
   type Pet as PetRecord,
   readDataVersion,
@@ -116,7 +117,7 @@ interface Read {
   res: ServerResponse
   fallback: Fallback
   /** Answers at the turn's data version, or returns false having done nothing at all. */
-  answer: (version: number) => boolean
+  answer: (version: DataVersion) => boolean
 }
 
 /**
@@ -257,10 +258,10 @@ export function createHotPath(o: HotPathOptions): HotPath {
     const turn = reads
     reads = []
     const version = readDataVersion(store)
-    if (typeof version === 'object') version.then((v) => answerTurn(turn, v))
+    if (version instanceof Promise) version.then((v) => answerTurn(turn, v))
     else answerTurn(turn, version)
   }
-  const answerTurn = (turn: Read[], version: number | undefined) => {
+  const answerTurn = (turn: Read[], version: DataVersion | undefined) => {
     for (const r of turn) {
       let answered = false
       try {
@@ -343,11 +344,12 @@ export function createHotPath(o: HotPathOptions): HotPath {
     res: ServerResponse,
     started: number,
     query: ListPetsQueryType,
-    version: number,
+    version: DataVersion,
   ): boolean => {
-    const page = pages.get(ReadCache.pageKey(query.limit, query.status, query.cursor), version)
+    const key = ReadCache.pageKey(query.limit, query.status, query.cursor)
+    const page = pages.get(key, version.pets)
     if (page === undefined) return false
-    const admitted = admit(req.headers.authorization, version)
+    const admitted = admit(req.headers.authorization, version.keys)
     if (admitted === null) return false
 
     const id = requestId(req)
@@ -390,13 +392,14 @@ export function createHotPath(o: HotPathOptions): HotPath {
     res: ServerResponse,
     started: number,
     petId: bigint,
-    version: number,
+    version: DataVersion,
   ): boolean => {
     // The body as the route's serializer wrote it: cached by the route, or from a store that
     // reads in the same turn (SQLite's PET_JSON_BY_ID).
-    const body = pets.get(String(petId), version)?.body ?? getPetJsonAt?.(petId, version) ?? null
+    const body =
+      pets.get(String(petId), version.pets)?.body ?? getPetJsonAt?.(petId, version.pets) ?? null
     if (body === null) return false
-    const admitted = admit(req.headers.authorization, version)
+    const admitted = admit(req.headers.authorization, version.keys)
     if (admitted === null) return false
 
     const id = requestId(req)
@@ -499,9 +502,9 @@ export function createHotPath(o: HotPathOptions): HotPath {
     res: ServerResponse,
     started: number,
     pet: NewPetRecord,
-    version: number,
+    version: DataVersion,
   ): boolean => {
-    const admitted = admit(req.headers.authorization, version)
+    const admitted = admit(req.headers.authorization, version.keys)
     if (admitted === null) return false
     const id = requestId(req)
     /** `extra`: a flat header list, set over the hooks' headers as the route's reply would. */

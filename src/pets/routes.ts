@@ -76,7 +76,7 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
         status?: NewPetRecord['status']
         cursor?: string
       }
-      const version = request.dataVersion
+      const version = request.dataVersion?.pets
       const key = ReadCache.pageKey(query.limit, query.status, query.cursor)
       let page: CachedRead | undefined = version === undefined ? undefined : pages.get(key, version)
       if (page === undefined) {
@@ -178,7 +178,7 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
       },
     },
     async (request, reply) => {
-      const version = request.dataVersion
+      const version = request.dataVersion?.pets
       const key = String(request.params.petId)
       let body = version === undefined ? undefined : pets.get(key, version)?.body
       if (body === undefined) {

@@ -58,8 +58,9 @@ export interface Store {
   /**
    * getPet answered in the same turn as the pet's JSON text, exactly as the `Pet` response
    * schema's serializer writes it, for adapters whose reads never wait (an embedded database);
-   * lets the HTTP hot path answer without leaving the request's turn. `version` is dataVersion()
-   * read just before: the answer is the data as of that version (or later). Others leave it out.
+   * lets the HTTP hot path answer without leaving the request's turn. `version` is the pets part
+   * of dataVersion() read just before: the answer is the data as of it (or later). Others leave
+   * it out.
    */
   getPetJsonAt?(id: bigint, version: number): string | null
   /**
@@ -92,18 +93,27 @@ export interface Store {
   ping(): Promise<void>
   close(): Promise<void>
   /**
-   * A number that changes whenever committed pets or API keys may have changed, whoever committed
+   * Numbers that change whenever committed pets, or API keys, may have changed, whoever committed
    * them: this process, another connection, another process. Read on every request that may use
-   * a cached result, and that result is used only if it was cached at the same number; the number
+   * a cached result, and that result is used only if it was cached at the same number; the numbers
    * must therefore be read after the request arrived. Synchronous where that is cheap (an embedded
    * database), a promise where it costs a round trip (shared by the requests that wait together).
    * Adapters that cannot tell leave it out, and nothing is cached over them.
    */
-  dataVersion?(): number | Promise<number>
+  dataVersion?(): DataVersion | Promise<DataVersion>
   /** Usage figures for metrics, read at each scrape; adapters without them leave this out. */
   stats?(): StoreStats
   /** Calls the listener with the size of each group commit; for adapters that batch writes. */
   onWriteBatch?(listener: (size: number) => void): void
+}
+
+/**
+ * What cached reads are checked against. Two numbers, so that a create, which moves `pets`, leaves
+ * the remembered API keys good; a store that cannot tell them apart moves both together.
+ */
+export interface DataVersion {
+  pets: number
+  keys: number
 }
 
 export interface StoreStats {
@@ -118,10 +128,12 @@ export interface StoreStats {
  * cannot answer makes callers use nothing cached, and the request's own query then reports the
  * failure (health checks never depend on it).
  */
-export function readDataVersion(store: Store): number | undefined | Promise<number | undefined> {
+export function readDataVersion(
+  store: Store,
+): DataVersion | undefined | Promise<DataVersion | undefined> {
   try {
     const version = store.dataVersion?.()
-    return typeof version === 'object' ? version.catch(() => undefined) : version
+    return version instanceof Promise ? version.catch(() => undefined) : version
   } catch {
     return undefined
   }

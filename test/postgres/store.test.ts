@@ -46,15 +46,24 @@ test('postgres: a dataVersion asked for after a commit elsewhere is at least tha
       await other.query(
         "INSERT INTO pets (name, category_id, created_at) VALUES ('elsewhere', 1, 0)",
       )
-      const { rows } = await other.query<{ version: string }>(
-        'SELECT version::text FROM data_version',
-      )
-      const committed = Number(rows[0]!.version)
-      const seen = await store.dataVersion()
+      const { rows } = await other.query<{ pets: string }>('SELECT pets::text FROM data_version')
+      const committed = Number(rows[0]!.pets)
+      const seen = (await store.dataVersion()).pets
       assert.ok(seen >= committed, `read ${seen} after commit ${committed}`)
     }
   } finally {
     reading = false
     await Promise.all(readers)
   }
+})
+
+test('postgres: a create moves the pets part of dataVersion and leaves the keys part', async (t) => {
+  const url = await freshPostgresUrl(t)
+  const store = await openPostgresStore({ url, poolSize: 2, timeoutMs: 5000 })
+  t.after(() => store.close())
+  const before = await store.dataVersion()
+  await store.createPet({ name: 'a', categoryId: 1n })
+  const after = await store.dataVersion()
+  assert.equal(after.keys, before.keys)
+  assert.notEqual(after.pets, before.pets)
 })

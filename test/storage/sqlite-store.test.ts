@@ -62,14 +62,14 @@ test('sqlite: getPetJsonAt reads the data as of the version given, whoever commi
   )
   const first = await store.createPet({ name: 'first', categoryId: 1n })
 
-  const v1 = store.dataVersion()
+  const v1 = store.dataVersion().pets
   assert.equal(store.getPetJsonAt(first.id, v1), '{"id":1,"name":"first","categoryId":1}')
   assert.equal(store.getPetJsonAt(2n, v1), null)
 
   // A commit by another connection in the same turn: the version moves, and the next read at the
   // new version sees the commit although the turn has not ended.
   insert.run('second')
-  const v2 = store.dataVersion()
+  const v2 = store.dataVersion().pets
   assert.notEqual(v2, v1)
   assert.equal(
     store.getPetJsonAt(2n, v2),
@@ -78,7 +78,7 @@ test('sqlite: getPetJsonAt reads the data as of the version given, whoever commi
 
   // This store's own commit (the writer thread's connection) moves it too.
   const third = await store.createPet({ name: 'third', categoryId: 3n })
-  const v3 = store.dataVersion()
+  const v3 = store.dataVersion().pets
   assert.notEqual(v3, v2)
   assert.equal(store.getPetJsonAt(third.id, v3), '{"id":3,"name":"third","categoryId":3}')
 
@@ -90,7 +90,7 @@ test('sqlite: getPetJsonAt reads the data as of the version given, whoever commi
   assert.equal(row!.busy, 0)
   insert.run('fourth')
   assert.equal(
-    store.getPetJsonAt(4n, store.dataVersion()),
+    store.getPetJsonAt(4n, store.dataVersion().pets),
     '{"id":4,"name":"fourth","categoryId":2,"status":"sold"}',
   )
 })

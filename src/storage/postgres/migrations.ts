@@ -36,21 +36,26 @@ export const postgresMigrations: Record<string, Migration> = {
     },
   },
   '002-data-version': {
-    // One number that every commit changing pets or API keys moves, whoever made it: instances
-    // read it (one round trip per batch of requests) to know whether their cached pages, pets
-    // and keys still hold. Moved by triggers, so no writer can forget it; a row, not a sequence,
-    // so a reader sees the new number only once the commit that moved it is visible. The
-    // function keeps the schema it was made in, whatever the writing session's search_path.
+    // Two numbers, one that every commit changing pets moves and one for API keys, whoever made
+    // it: instances read them (one round trip per batch of requests) to know whether their
+    // cached pages, pets and keys still hold. Moved by triggers, so no writer can forget them; a
+    // row, not a sequence, so a reader sees a new number only once the commit that moved it is
+    // visible. The function keeps the schema it was made in, whatever the session's search_path.
     async up(db: Kysely<unknown>) {
       await sql`CREATE TABLE data_version (
         singleton BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (singleton),
-        version BIGINT NOT NULL
+        pets BIGINT NOT NULL,
+        api_keys BIGINT NOT NULL
       )`.execute(db)
-      await sql`INSERT INTO data_version (version) VALUES (0)`.execute(db)
+      await sql`INSERT INTO data_version (pets, api_keys) VALUES (0, 0)`.execute(db)
       await sql`CREATE FUNCTION bump_data_version() RETURNS trigger LANGUAGE plpgsql
         SET search_path FROM CURRENT AS $$
         BEGIN
-          UPDATE data_version SET version = version + 1;
+          IF TG_TABLE_NAME = 'pets' THEN
+            UPDATE data_version SET pets = pets + 1;
+          ELSE
+            UPDATE data_version SET api_keys = api_keys + 1;
+          END IF;
           RETURN NULL;
         END $$`.execute(db)
       for (const table of ['pets', 'api_keys']) {

@@ -14,6 +14,7 @@ import { DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY, IdempotencyCap } from '../idempot
 import { decideIdempotencyClaim, type IdempotencyRow } from '../idempotency-claim.js'
 import type {
   ApiKeyRecord,
+  DataVersion,
   IdempotencyClaim,
   IdempotencyClaimRequest,
   IdempotencyRef,
@@ -181,8 +182,10 @@ export class PostgresStore implements Store {
   private readonly creates: AsyncWriteBatcher<CreateItem, Pet>
   private closed = false
   /** Callers of dataVersion waiting for the next read of it (see readVersions). */
-  private versionWaiters: { resolve: (version: number) => void; reject: (e: unknown) => void }[] =
-    []
+  private versionWaiters: {
+    resolve: (version: DataVersion) => void
+    reject: (e: unknown) => void
+  }[] = []
   private readingVersion = false
 
   constructor(
@@ -460,11 +463,11 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * The data_version row, which every commit to pets or api_keys moves (migration 002). One read
+   * The data_version row, which commits to pets and to api_keys move (migration 002). One read
    * is in flight at a time; callers arriving meanwhile share the next one, which is sent after
    * all of them asked and so sees every commit acknowledged before any of them did.
    */
-  dataVersion(): Promise<number> {
+  dataVersion(): Promise<DataVersion> {
     return new Promise((resolve, reject) => {
       this.versionWaiters.push({ resolve, reject })
       if (!this.readingVersion) void this.readVersions()
@@ -477,12 +480,13 @@ export class PostgresStore implements Store {
       const waiting = this.versionWaiters
       this.versionWaiters = []
       try {
-        const [row] = await this.query<{ version: bigint }>(
+        const [row] = await this.query<{ pets: bigint; api_keys: bigint }>(
           'data-version',
-          'SELECT version FROM data_version',
+          'SELECT pets, api_keys FROM data_version',
           [],
         )
-        for (const w of waiting) w.resolve(Number(row!.version))
+        const version = { pets: Number(row!.pets), keys: Number(row!.api_keys) }
+        for (const w of waiting) w.resolve(version)
       } catch (err) {
         for (const w of waiting) w.reject(err)
       }

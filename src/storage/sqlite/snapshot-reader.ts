@@ -49,7 +49,7 @@ export class SnapshotReader {
     this.petJsonById = this.db.prepare<[bigint], string>(PET_JSON_BY_ID).pluck()
   }
 
-  /** The pet's JSON (PET_JSON_BY_ID) as of `version`, the store's dataVersion read just before. */
+  /** The pet's JSON (PET_JSON_BY_ID) as of `version`, dataVersion().pets read just before. */
   petJson(id: bigint, version: number): string | undefined {
     if (this.openAt !== version) {
       this.end()

@@ -12,6 +12,7 @@ import { DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY, IdempotencyCap } from '../idempot
 import { decideIdempotencyClaim, type IdempotencyRow } from '../idempotency-claim.js'
 import type {
   ApiKeyRecord,
+  DataVersion,
   IdempotencyClaim,
   IdempotencyClaimRequest,
   IdempotencyRef,
@@ -297,11 +298,15 @@ export class SqliteStore implements Store {
    * one pread); otherwise SQLite's data_version, which moves with other connections' commits,
    * plus this connection's own commits counted beside it.
    */
-  dataVersion(): number {
+  dataVersion(): DataVersion {
     // Throwing makes callers use nothing cached, so nothing is served from a file that is gone.
     this.throwIfFileFault()
-    if (this.walIndex !== null) return this.walIndex.current()
-    return this.statements.dataVersion.get()! + this.ownCommits
+    const version =
+      this.walIndex !== null
+        ? this.walIndex.current()
+        : this.statements.dataVersion.get()! + this.ownCommits
+    // SQLite tells of a commit, not of what it changed: both move together.
+    return { pets: version, keys: version }
   }
 
   /**
