@@ -14,13 +14,13 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { Redis } from 'ioredis'
 import pg from 'pg'
+import { PET_INSERT_LOCK } from '../../src/storage/postgres/migrations.js'
 import { freshPostgresUrl } from '../support/postgres.js'
 import { baseEnv, type StartedService as Instance, startService } from '../support/process.js'
 
 const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url))
 const CONFIGURED_KEY = 'multi-instance-configured-key-0123'
 const REDIS_URL = 'redis://127.0.0.1:6379'
-const PET_INSERT_LOCK = 0x70657473 // the advisory lock the PostgreSQL store takes for inserts
 const run = promisify(execFile)
 
 interface Reply {

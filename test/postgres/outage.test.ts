@@ -1,11 +1,11 @@
 // PostgreSQL going away and coming back. A TCP proxy of the test's own stands between a real
 // service process and PostgreSQL, and cuts the line in the ways a network or a database can: the
 // port refuses (open connections reset), a black hole (nothing passes and nothing closes), a lost
-// reply to one COMMIT, idle connections ended by the server. Through all of them the service
+// reply to one committed insert, idle connections ended by the server. Through all of them the service
 // answers within a bound (503 with the Error body and Retry-After, never 500, never a hang),
 // loses no acknowledged write, stays up, and recovers by itself when the line is back.
 //
-// A create that gets 503 is ambiguous when the cut raced its COMMIT: the pet may exist. The answer
+// A create that gets 503 is ambiguous when the cut raced its commit: the pet may exist. The answer
 // to that is the Idempotency-Key: the retry of a create with the same key gets the pet it made, or
 // makes it, so the pet exists exactly once either way.
 import assert from 'node:assert/strict'
@@ -50,14 +50,14 @@ interface Link {
   /** Bytes of the service's messages not yet framed. */
   pending: Buffer
   startupDone: boolean
+  /** The insert statement (`insert-pets`) was sent, and its Sync not yet. */
   sentInsert: boolean
-  requestedLock: boolean
 }
 
 /**
  * Forwards 127.0.0.1:<port> to PostgreSQL and breaks the line on demand. It frames the service's
- * messages, only to spot the request for the insert lock and the COMMIT that follows an insert,
- * and forwards them as they came.
+ * messages, only to spot a batch of creates (one statement, `insert-pets`, that takes the insert
+ * lock, inserts and commits), and forwards them as they came.
  */
 class PostgresProxy {
   private readonly links = new Set<Link>()
@@ -113,7 +113,6 @@ class PostgresProxy {
       pending: Buffer.alloc(0),
       startupDone: false,
       sentInsert: false,
-      requestedLock: false,
     }
     this.links.add(link)
     client.on('data', (chunk: Buffer) => {
@@ -155,21 +154,19 @@ class PostgresProxy {
         continue
       }
       const type = String.fromCharCode(message[0]!)
-      // The lock is asked for with Parse ... Sync; PostgreSQL has it all once Sync is through.
-      if (type === 'P' && message.includes('pg_advisory_xact_lock(')) link.requestedLock = true
-      if (type === 'S' && link.requestedLock) {
-        link.requestedLock = false
-        if (this.cutAtLock) cut = this.cutAtLock.fault
-      }
+      // The statement goes as Parse (first time) or Bind ... Sync; PostgreSQL runs it, insert lock
+      // and commit included, once Sync is through, and the reply to Sync follows the commit.
       if ((type === 'P' || type === 'B') && message.includes('insert-pets\0')) {
         link.sentInsert = true
       }
-      const isCommit = type === 'Q' && message.subarray(5).toString() === 'COMMIT\0'
-      if (isCommit && link.sentInsert && this.loseNextCommitReply) {
-        this.loseNextCommitReply = false
-        link.repliesLost = true
+      if (type === 'S' && link.sentInsert) {
+        link.sentInsert = false
+        if (this.cutAtLock) cut = this.cutAtLock.fault
+        if (this.loseNextCommitReply) {
+          this.loseNextCommitReply = false
+          link.repliesLost = true
+        }
       }
-      if (isCommit) link.sentInsert = false
     }
     link.pending = buf
     return cut
@@ -187,8 +184,8 @@ class PostgresProxy {
   }
 
   /**
-   * Cuts the line right after a create asked for the insert lock, so that the cut finds a
-   * transaction holding it (or about to); resolves once cut.
+   * Cuts the line right after a batch of creates was sent, so that the cut finds its statement
+   * holding the insert lock (or about to); resolves once cut.
    */
   cutOnceInsertLockRequested(fault: Fault): Promise<void> {
     return new Promise((resolve) => {
@@ -196,7 +193,7 @@ class PostgresProxy {
     })
   }
 
-  /** The next COMMIT of an insert reaches PostgreSQL; its reply, and all after it, are lost. */
+  /** The next batch of creates reaches PostgreSQL and commits; its reply, and all after it, are lost. */
   loseReplyToNextInsertCommit(): void {
     this.loseNextCommitReply = true
   }
@@ -479,7 +476,7 @@ async function outageUnderLoad(t: TestContext, fault: Fault): Promise<void> {
   void proxy.cutOnceInsertLockRequested(fault).then(() => {
     cut = true
   })
-  await until('a create asks for the insert lock, and the line is cut', () => cut)
+  await until('a batch of creates is sent, and the line is cut', () => cut)
   await until('creates fail during the outage', () => load.count(503) >= 6)
 
   const ready = await call(service, 'GET', '/readyz')
@@ -557,7 +554,7 @@ describe('postgres outage', () => {
   test('black hole: 503 within a bound, no acknowledged write lost, recovery without a restart', (t) =>
     outageUnderLoad(t, 'black-hole'))
 
-  test('a create whose COMMIT reply is lost answers 503; its retry with the same Idempotency-Key gets that pet', async (t) => {
+  test('a create whose reply is lost after its commit answers 503; its retry with the same Idempotency-Key gets that pet', async (t) => {
     const { url, proxy, service } = await setUp(t)
     const request = {
       body: { name: 'lost-reply', categoryId: 3, status: 'sold' },

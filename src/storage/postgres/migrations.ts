@@ -2,6 +2,14 @@
 // holds a PostgreSQL advisory lock while it runs, so instances starting together apply each once.
 import { type Kysely, type Migration, sql } from 'kysely'
 
+/**
+ * Ids must become visible in the order they are given, or a reader paging by id could pass an id
+ * whose transaction commits later and never see that pet. Inserts (insert_pets) therefore take
+ * this transaction-scoped advisory lock: id allocation and commit happen one transaction at a time
+ * across every instance, and group commit keeps many pets in each of those transactions.
+ */
+export const PET_INSERT_LOCK = 0x70657473 // "pets"
+
 export const postgresMigrations: Record<string, Migration> = {
   '001-initial': {
     async up(db: Kysely<unknown>) {
@@ -63,6 +71,40 @@ export const postgresMigrations: Record<string, Migration> = {
           AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON ${sql.table(table)}
           FOR EACH STATEMENT EXECUTE FUNCTION bump_data_version()`.execute(db)
       }
+    },
+  },
+  '003-insert-pets': {
+    // A batch of creates in one statement, so one round trip: takes the insert lock (see
+    // PET_INSERT_LOCK above), inserts the pets in the order given, completes the
+    // idempotency claims of those that have one (null where none), and returns the new ids in
+    // ascending order, which is the order given. Run outside a transaction, the statement is
+    // its own, and the lock is held until it commits.
+    async up(db: Kysely<unknown>) {
+      await sql`CREATE FUNCTION insert_pets(
+          names TEXT[], category_ids BIGINT[], statuses TEXT[], created BIGINT,
+          claim_api_key_ids TEXT[], claim_keys TEXT[]
+        ) RETURNS TABLE (id BIGINT) LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+        BEGIN
+          PERFORM pg_advisory_xact_lock(${sql.lit(PET_INSERT_LOCK)});
+          RETURN QUERY
+            WITH inserted AS (
+              INSERT INTO pets (name, category_id, status, created_at)
+              SELECT t.name, t.category_id, t.status, created
+              FROM unnest(names, category_ids, statuses) WITH ORDINALITY
+                AS t(name, category_id, status, ord)
+              ORDER BY t.ord
+              RETURNING pets.id
+            ),
+            numbered AS (SELECT i.id, row_number() OVER (ORDER BY i.id) AS ord FROM inserted i),
+            completed AS (
+              UPDATE idempotency_keys k SET pet_id = n.id, locked_until = NULL
+              FROM numbered n
+              JOIN unnest(claim_api_key_ids, claim_keys) WITH ORDINALITY
+                AS c(api_key_id, idempotency_key, ord) ON c.ord = n.ord
+              WHERE k.api_key_id = c.api_key_id AND k.idempotency_key = c.idempotency_key
+            )
+            SELECT n.id FROM numbered n ORDER BY n.id;
+        END $$`.execute(db)
     },
   },
 }

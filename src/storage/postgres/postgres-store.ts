@@ -49,14 +49,6 @@ interface CreateItem {
   completes: IdempotencyRef | undefined
 }
 
-/**
- * Ids must become visible in the order they are given, or a reader paging by id could pass an id
- * whose transaction commits later and never see that pet. Inserts therefore take this
- * transaction-scoped advisory lock: id allocation and commit happen one transaction at a time
- * across every instance, and group commit keeps many pets in each of those transactions.
- */
-const PET_INSERT_LOCK = 0x70657473 // "pets"
-
 const INT8_OID = 20
 const typeParsers = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
@@ -252,38 +244,21 @@ export class PostgresStore implements Store {
     }
   }
 
+  /** One statement, so one round trip, for the whole batch: insert_pets (migration 003). */
   private async commitCreates(items: CreateItem[]): Promise<Pet[]> {
-    return this.transaction(async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock($1)', [PET_INSERT_LOCK])
-      const { rows } = await client.query<{ id: bigint; ord: string }>({
-        name: 'insert-pets',
-        text: `INSERT INTO pets (name, category_id, status, created_at)
-               SELECT name, category_id, status, $4 FROM
-                 unnest($1::text[], $2::bigint[], $3::text[]) WITH ORDINALITY
-                   AS t(name, category_id, status, ord)
-               ORDER BY ord
-               RETURNING id`,
-        values: [
-          items.map((i) => i.pet.name),
-          items.map((i) => i.pet.categoryId),
-          items.map((i) => i.pet.status ?? null),
-          Date.now(),
-        ],
-      })
-      // Identity values follow the insertion order, which follows `ord`.
-      const ids = rows.map((r) => r.id).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
-      const pets = items.map(({ pet }, i) => ({ id: ids[i]!, ...pet }))
-      for (const [i, { completes }] of items.entries()) {
-        if (!completes) continue
-        await client.query({
-          name: 'complete-idempotency',
-          text: `UPDATE idempotency_keys SET pet_id = $1, locked_until = NULL
-                 WHERE api_key_id = $2 AND idempotency_key = $3`,
-          values: [pets[i]!.id, completes.apiKeyId, completes.key],
-        })
-      }
-      return pets
+    const { rows } = await this.run<{ id: bigint }>({
+      name: 'insert-pets',
+      text: 'SELECT id FROM insert_pets($1, $2, $3, $4, $5, $6)',
+      values: [
+        items.map((i) => i.pet.name),
+        items.map((i) => i.pet.categoryId),
+        items.map((i) => i.pet.status ?? null),
+        Date.now(),
+        items.map((i) => i.completes?.apiKeyId ?? null),
+        items.map((i) => i.completes?.key ?? null),
+      ],
     })
+    return items.map(({ pet }, i) => ({ id: rows[i]!.id, ...pet }))
   }
 
   async listPets({ afterId, status, limit }: PetPageQuery): Promise<Pet[]> {
@@ -317,20 +292,17 @@ export class PostgresStore implements Store {
   async insertPets(pets: NewPet[]): Promise<void> {
     if (this.closed) throw new Error('store is closed')
     if (pets.length === 0) return
-    await this.transaction(async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock($1)', [PET_INSERT_LOCK])
-      await client.query(
-        `INSERT INTO pets (name, category_id, status, created_at)
-         SELECT name, category_id, status, $4 FROM
-           unnest($1::text[], $2::bigint[], $3::text[]) WITH ORDINALITY AS t(name, category_id, status, ord)
-         ORDER BY ord`,
-        [
-          pets.map((p) => p.name),
-          pets.map((p) => p.categoryId),
-          pets.map((p) => p.status ?? null),
-          Date.now(),
-        ],
-      )
+    const none = pets.map(() => null)
+    await this.run({
+      text: 'SELECT count(*) FROM insert_pets($1, $2, $3, $4, $5, $6)',
+      values: [
+        pets.map((p) => p.name),
+        pets.map((p) => p.categoryId),
+        pets.map((p) => p.status ?? null),
+        Date.now(),
+        none,
+        none,
+      ],
     })
   }
 
