@@ -4,14 +4,17 @@
 // no hooks, no schemas: the ceiling of any pipeline that goes through Fastify's router); the
 // service with its hot path; the service with PETSTORE_HOT_PATH=false (every request through
 // Fastify's routes and hooks). Ratios are to the same round's baseline; medians over the rounds.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import {
   cpuSeconds,
   createKey,
+  createScript,
+  LOAD_CPU,
   type Running,
+  SERVER_CPU,
   seed,
   sqlitePlace,
   startBaseline,
@@ -20,9 +23,6 @@ import {
 } from './service.js'
 import { cpuUsPerRequest, median } from './table.js'
 import { type WrkResult, wrk } from './wrk.js'
-
-const SERVER_CPU = 0
-const LOAD_CPU = 1
 
 const { values } = parseArgs({
   options: {
@@ -34,8 +34,6 @@ const { values } = parseArgs({
 const rounds = Number(values.rounds)
 const seconds = Number(values.seconds)
 const warmup = Number(values.warmup)
-
-const createBody = '{"name":"bench-pet","categoryId":7,"status":"available"}'
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-pipeline-'))
@@ -55,11 +53,7 @@ async function main(): Promise<void> {
       },
     ]
     running.push(...targets.map((t) => t.server))
-    const scriptFile = join(dir, 'create.lua')
-    writeFileSync(
-      scriptFile,
-      `wrk.method = "POST"\nwrk.body = '${createBody}'\nwrk.headers["Content-Type"] = "application/json"\n`,
-    )
+    const scriptFile = createScript(dir)
     const ops = [
       { name: 'list (limit 20)', path: '/v1/pets?limit=20' },
       { name: 'get by id', path: '/v1/pets/500' },

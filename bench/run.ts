@@ -10,12 +10,16 @@ import { parseArgs } from 'node:util'
 import { encodeCursor } from '../src/pets/cursor.js'
 import { createDatabase, dropDatabase, serverSettings } from './postgres.js'
 import {
+  CREATE_BODY,
   cpuSeconds,
   createKey,
+  createScript,
+  LOAD_CPU,
   type Place,
   peakRssMb,
   ROOT,
   type Running,
+  SERVER_CPU,
   seed,
   sqlitePlace,
   startBaseline,
@@ -24,9 +28,6 @@ import {
 } from './service.js'
 import { type OpSamples, perRound, scaleTable, table } from './table.js'
 import { wrk } from './wrk.js'
-
-const SERVER_CPU = 0
-const LOAD_CPU = 1
 
 const { values } = parseArgs({
   options: {
@@ -126,8 +127,6 @@ async function check(port: number, key: string, op: Op, body?: string): Promise<
   }
 }
 
-const createBody = '{"name":"bench-pet","categoryId":7,"status":"available"}'
-
 /** A service under test: its store, its key, and the operations as its catalogue's size needs them. */
 interface ServiceUnderTest {
   store: StoreKind
@@ -143,11 +142,7 @@ interface ServiceUnderTest {
 
 /** The five operations against a catalogue of `pets`; scripts go to `dir`. */
 function opsFor(pets: number, dir: string): Op[] {
-  const createLua = join(dir, 'create.lua')
-  writeFileSync(
-    createLua,
-    `wrk.method = "POST"\nwrk.body = '${createBody}'\nwrk.headers["Content-Type"] = "application/json"\n`,
-  )
+  const createLua = createScript(dir)
   const getLua = join(dir, 'get.lua')
   // Walks the whole catalogue in a scattered order, so no single row stays hot.
   writeFileSync(
@@ -405,12 +400,12 @@ async function main(): Promise<void> {
       running.push(baseline)
       const bare = baseline
       for (const [i, op] of first.ops.entries()) {
-        for (const s of services) await check(s.running.port, s.key, s.ops[i]!, createBody)
+        for (const s of services) await check(s.running.port, s.key, s.ops[i]!, CREATE_BODY)
         await check(
           bare.port,
           first.key,
           { ...op, expect: op.baseline === 'list' ? { status: 200, items: 20 } : { status: 201 } },
-          createBody,
+          CREATE_BODY,
         )
       }
 

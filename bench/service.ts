@@ -2,13 +2,29 @@
 // (`node dist/main.js serve`, on SQLite or PostgreSQL), each pinned to one core with taskset, plus
 // the CLI steps that prepare the service's store (seed, keys create).
 import { type ChildProcess, spawn } from 'node:child_process'
-import { closeSync, openSync, readFileSync } from 'node:fs'
+import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { createServer } from 'node:net'
 import { join, resolve } from 'node:path'
 import { runCommand } from './wrk.js'
 
 export const ROOT = resolve(import.meta.dirname, '..')
+/** Each Node server runs on this core, wrk on the other. */
+export const SERVER_CPU = 0
+export const LOAD_CPU = 1
+
+/** The body of every create the bench sends. */
+export const CREATE_BODY = '{"name":"bench-pet","categoryId":7,"status":"available"}'
+
+/** Writes wrk's script for creates (POST CREATE_BODY) into `dir`; returns its path. */
+export function createScript(dir: string): string {
+  const file = join(dir, 'create.lua')
+  writeFileSync(
+    file,
+    `wrk.method = "POST"\nwrk.body = '${CREATE_BODY}'\nwrk.headers["Content-Type"] = "application/json"\n`,
+  )
+  return file
+}
 const CLI = join(ROOT, 'dist', 'main.js')
 /**
  * Node's flags for the service, as `npm start`, the `petstore` bin and deploy/*.service give them,

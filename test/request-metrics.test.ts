@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { Registry } from 'prom-client'
+import { AggregatorRegistry, Counter, Histogram, Registry } from 'prom-client'
 import { RequestMetrics } from '../src/observability/request-metrics.js'
 
 function metrics() {
@@ -40,4 +40,41 @@ test('after a reset, counting starts again from nothing for the same labels', as
   assert.deepEqual(await counts(), [])
   requests.record('getPet', 'GET', 200, 0.001)
   assert.deepEqual(await counts(), ['getPet GET 200: 1'])
+})
+
+test("the exposition is byte for byte what prom-client's own Counter and Histogram write", async () => {
+  const { registry, requests } = metrics()
+  const reference = new Registry()
+  const labelNames = ['operation', 'method', 'status'] as const
+  const counter = new Counter({
+    name: 'requests_total',
+    help: 'Requests.',
+    labelNames,
+    registers: [reference],
+  })
+  const histogram = new Histogram({
+    name: 'request_seconds',
+    help: 'Latency.',
+    buckets: [0.01, 0.1],
+    labelNames,
+    registers: [reference],
+  })
+  const observations: [string, string, number, number][] = [
+    ['getPet', 'GET', 200, 0.001],
+    ['listPets', 'GET', 200, 0.05],
+    ['getPet', 'GET', 404, 0.01],
+    ['createPet', 'POST', 201, 0.5],
+    ['getPet', 'GET', 200, 0.1],
+  ]
+  for (const [operation, method, status, seconds] of observations) {
+    requests.record(operation, method, status, seconds)
+    const labels = { operation, method, status: String(status) }
+    counter.inc(labels)
+    histogram.observe(labels, seconds)
+  }
+  assert.equal(await registry.metrics(), await reference.metrics())
+  // Cluster workers' figures are summed as prom-client sums its own.
+  const aggregated = (r: Registry) =>
+    r.getMetricsAsJSON().then((m) => AggregatorRegistry.aggregate([m, m]).metrics())
+  assert.equal(await aggregated(registry), await aggregated(reference))
 })

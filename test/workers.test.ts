@@ -5,11 +5,12 @@
 
 import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
-import { connect, createServer, type Socket } from 'node:net'
+import { connect, createServer } from 'node:net'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { bootstrapKey } from './support/process.js'
+import { RawConnection } from './support/raw-http.js'
 import {
   call,
   isRunning,
@@ -402,89 +403,5 @@ async function listenerClosed(port: number): Promise<void> {
     })
     if (refused) return
     await sleep(20)
-  }
-}
-
-interface RawResponse {
-  status: number
-  headers: Record<string, string>
-  body: string
-}
-
-/** A client connection driven byte by byte, so a request can be left half sent. */
-class RawConnection {
-  private buffer = Buffer.alloc(0)
-  private ended = false
-  private wake: (() => void) | null = null
-  readonly closed: Promise<void>
-
-  private constructor(private readonly socket: Socket) {
-    socket.on('data', (chunk: Buffer) => {
-      this.buffer = Buffer.concat([this.buffer, chunk])
-      this.notify()
-    })
-    socket.on('error', () => {})
-    this.closed = new Promise((resolve) =>
-      socket.once('close', () => {
-        this.ended = true
-        this.notify()
-        resolve()
-      }),
-    )
-  }
-
-  static open(port: number): Promise<RawConnection> {
-    return new Promise((resolve, reject) => {
-      const socket = connect(port, '127.0.0.1')
-      socket.once('connect', () => resolve(new RawConnection(socket)))
-      socket.once('error', reject)
-    })
-  }
-
-  write(text: string): void {
-    this.socket.write(text)
-  }
-
-  destroy(): void {
-    this.socket.destroy()
-  }
-
-  /** The next response on this connection, interim (1xx) ones included. */
-  async next(): Promise<RawResponse> {
-    for (;;) {
-      const response = this.take()
-      if (response) return response
-      if (this.ended) throw new Error('connection closed before a whole response arrived')
-      await new Promise<void>((resolve) => {
-        this.wake = resolve
-      })
-    }
-  }
-
-  private notify() {
-    const wake = this.wake
-    this.wake = null
-    wake?.()
-  }
-
-  private take(): RawResponse | null {
-    const headEnd = this.buffer.indexOf('\r\n\r\n')
-    if (headEnd === -1) return null
-    const [statusLine, ...fields] = this.buffer
-      .subarray(0, headEnd)
-      .toString('latin1')
-      .split('\r\n')
-    const status = Number(/^HTTP\/1\.1 (\d{3}) /.exec(statusLine!)![1])
-    const headers: Record<string, string> = {}
-    for (const field of fields) {
-      const colon = field.indexOf(':')
-      headers[field.slice(0, colon).toLowerCase()] = field.slice(colon + 1).trim()
-    }
-    const length = status < 200 ? 0 : Number(headers['content-length'])
-    const bodyStart = headEnd + 4
-    if (this.buffer.length < bodyStart + length) return null
-    const body = this.buffer.subarray(bodyStart, bodyStart + length).toString('utf8')
-    this.buffer = this.buffer.subarray(bodyStart + length)
-    return { status, headers, body }
   }
 }

@@ -9,22 +9,15 @@
 // to that is the Idempotency-Key: the retry of a create with the same key gets the pet it made, or
 // makes it, so the pet exists exactly once either way.
 import assert from 'node:assert/strict'
-import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import net from 'node:net'
 import { describe, type TestContext, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { fileURLToPath } from 'node:url'
 import pg from 'pg'
-import { LISTENING_BANNER } from '../../src/server.js'
 import { freshPostgresUrl } from '../support/postgres.js'
+import { type StartedService, spawnService, startService } from '../support/process.js'
 
-const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url))
 const API_KEY = 'outage-test-key-0123456789'
-const LISTENING = new RegExp(
-  `^${LISTENING_BANNER} (http://127\\.0\\.0\\.1:\\d+) \\(store: postgres\\)$`,
-  'm',
-)
 /** "No hang": every answer must come within this, though it normally comes far sooner. */
 const ANSWER_BOUND_MS = 10_000
 const DB_UNAVAILABLE = {
@@ -241,67 +234,18 @@ class PostgresProxy {
 
 // ---------------------------------------------------------------- the service
 
-interface Service {
-  base: string
-  child: ChildProcess
-  stderr(): string
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
-}
+type Service = StartedService
 
-function spawnService(
-  t: TestContext,
-  databaseUrl: string,
-): Omit<Service, 'base'> & {
-  stdout(): string
-} {
-  const child = spawn(process.execPath, [MAIN, 'serve'], {
-    env: {
-      PATH: process.env.PATH,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      PETSTORE_DATABASE_URL: databaseUrl,
-      PETSTORE_DATABASE_TIMEOUT: '1s',
-      PETSTORE_DATABASE_POOL_SIZE: '2',
-      PETSTORE_API_KEYS: API_KEY,
-      PETSTORE_METRICS_PORT: 'off',
-      PETSTORE_DRAIN_DELAY: '0s',
-      PETSTORE_SHUTDOWN_TIMEOUT: '2s',
-      PETSTORE_RATE_LIMIT_MAX: '1000000',
-      PETSTORE_LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let stdout = ''
-  let stderr = ''
-  child.stdout!.setEncoding('utf8').on('data', (s: string) => {
-    stdout += s
-  })
-  child.stderr!.setEncoding('utf8').on('data', (s: string) => {
-    stderr += s
-  })
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  )
-  t.after(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return
-    child.kill('SIGTERM')
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5000)
-    await exited
-    clearTimeout(timer)
-  })
-  return { child, exited, stdout: () => stdout, stderr: () => stderr }
-}
-
-async function startService(t: TestContext, databaseUrl: string): Promise<Service> {
-  const proc = spawnService(t, databaseUrl)
-  for (let i = 0; ; i++) {
-    const m = LISTENING.exec(proc.stdout())
-    if (m) return { ...proc, base: m[1]! }
-    if (proc.child.exitCode !== null) {
-      assert.fail(`the service ended before listening:\n${proc.stdout()}\n${proc.stderr()}`)
-    }
-    if (i === 500) assert.fail(`the service did not start:\n${proc.stdout()}\n${proc.stderr()}`)
-    await sleep(20)
+/** The service's settings here: through the proxy, with short bounds. */
+function serviceEnv(databaseUrl: string): Record<string, string> {
+  return {
+    PETSTORE_DATABASE_URL: databaseUrl,
+    PETSTORE_DATABASE_TIMEOUT: '1s',
+    PETSTORE_DATABASE_POOL_SIZE: '2',
+    PETSTORE_API_KEYS: API_KEY,
+    PETSTORE_SHUTDOWN_TIMEOUT: '2s',
+    PETSTORE_RATE_LIMIT_MAX: '1000000',
+    PETSTORE_LOG_LEVEL: 'warn',
   }
 }
 
@@ -320,7 +264,7 @@ async function call(
   opts: { body?: unknown; headers?: Record<string, string> } = {},
 ): Promise<Answer> {
   try {
-    const res = await fetch(`${s.base}${path}`, {
+    const res = await fetch(`${s.origin}${path}`, {
       method,
       headers: {
         authorization: `Bearer ${API_KEY}`,
@@ -393,7 +337,9 @@ async function proxiedDatabase(t: TestContext) {
 
 async function setUp(t: TestContext, applicationName?: string) {
   const { url, proxy } = await proxiedDatabase(t)
-  const service = await startService(t, throughProxy(url, proxy, applicationName))
+  const service = await startService(t, {
+    env: serviceEnv(throughProxy(url, proxy, applicationName)),
+  })
   return { url, proxy, service }
 }
 
@@ -616,7 +562,7 @@ describe('postgres outage', () => {
       const { url, proxy } = await proxiedDatabase(t)
       if (fault === 'refused') await proxy.refuse()
       else proxy.blackHole()
-      const proc = spawnService(t, throughProxy(url, proxy))
+      const proc = spawnService(t, { env: serviceEnv(throughProxy(url, proxy)) })
       let timer: NodeJS.Timeout | undefined
       const exit = await Promise.race([
         proc.exited,

@@ -1,7 +1,8 @@
 // A client that writes bytes as given on a TCP socket and reads the answers back: for requests no
 // well-behaved HTTP client would send (repeated headers, odd request targets, bodies still
 // arriving when the answer comes).
-import { connect } from 'node:net'
+import assert from 'node:assert/strict'
+import { connect, type Socket } from 'node:net'
 
 export interface RawAnswer {
   status: number
@@ -117,4 +118,90 @@ export function rawRequest(
   const lines = [`${method} ${target} HTTP/1.1`, ...headers.map(([n, v]) => `${n}: ${v}`)]
   if (body !== undefined) lines.push(`Content-Length: ${Buffer.byteLength(body)}`)
   return `${lines.join('\r\n')}\r\n\r\n${body ?? ''}`
+}
+
+/** One HTTP/1.1 response read off a raw connection. */
+export interface RawResponse {
+  status: number
+  headers: Record<string, string>
+  body: string
+}
+
+/** A client connection driven byte by byte, so a request can be left half sent. */
+export class RawConnection {
+  private buffer = Buffer.alloc(0)
+  private ended = false
+  private wake: (() => void) | null = null
+  readonly closed: Promise<void>
+
+  private constructor(private readonly socket: Socket) {
+    socket.on('data', (chunk: Buffer) => {
+      this.buffer = Buffer.concat([this.buffer, chunk])
+      this.notify()
+    })
+    socket.on('error', () => {})
+    this.closed = new Promise((resolve) =>
+      socket.once('close', () => {
+        this.ended = true
+        this.notify()
+        resolve()
+      }),
+    )
+  }
+
+  static open(port: number): Promise<RawConnection> {
+    return new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1')
+      socket.once('connect', () => resolve(new RawConnection(socket)))
+      socket.once('error', reject)
+    })
+  }
+
+  write(text: string): void {
+    this.socket.write(text)
+  }
+
+  destroy(): void {
+    this.socket.destroy()
+  }
+
+  /** The next response on this connection, interim (1xx) ones included. */
+  async next(): Promise<RawResponse> {
+    for (;;) {
+      const response = this.take()
+      if (response) return response
+      if (this.ended) throw new Error('connection closed before a whole response arrived')
+      await new Promise<void>((resolve) => {
+        this.wake = resolve
+      })
+    }
+  }
+
+  private notify() {
+    const wake = this.wake
+    this.wake = null
+    wake?.()
+  }
+
+  private take(): RawResponse | null {
+    const headEnd = this.buffer.indexOf('\r\n\r\n')
+    if (headEnd === -1) return null
+    const [statusLine, ...fields] = this.buffer
+      .subarray(0, headEnd)
+      .toString('latin1')
+      .split('\r\n')
+    const status = Number(/^HTTP\/1\.1 (\d{3}) /.exec(statusLine!)![1])
+    const headers: Record<string, string> = {}
+    for (const field of fields) {
+      const colon = field.indexOf(':')
+      headers[field.slice(0, colon).toLowerCase()] = field.slice(colon + 1).trim()
+    }
+    assert.equal(headers['transfer-encoding'], undefined, 'the service sends Content-Length')
+    const length = status < 200 ? 0 : Number(headers['content-length'])
+    const bodyStart = headEnd + 4
+    if (this.buffer.length < bodyStart + length) return null
+    const body = this.buffer.subarray(bodyStart, bodyStart + length).toString('utf8')
+    this.buffer = this.buffer.subarray(bodyStart + length)
+    return { status, headers, body }
+  }
 }
