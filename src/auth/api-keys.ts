@@ -109,8 +109,8 @@ export class ApiKeyVerifier {
    * A key that matched at an earlier version has its record read again here, on stores that
    * answer in the same turn (findApiKeyNow): the same stored hash, still active, and it holds at
    * `version` too. Why: under a stream of creates every group commit moves the version of a store
-   * that cannot tell pets from keys (SQLite), and each
-   * key's first request after it went through the full check only to find its record unchanged.
+   * that cannot tell pets from keys (SQLite), and each key's first request after it went through
+   * the full check only to find its record unchanged.
    * The presented text is the one whose hash matched before, so comparing the stored hashes is
    * the same check as hashing it again; `version` was read before this read, as verify's is.
    */
