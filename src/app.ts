@@ -18,6 +18,7 @@ import { registerCors } from './http/cors.js'
 import { docsPage } from './http/docs-page.js'
 import { edgeViolation, unsupportedContentEncoding } from './http/edge.js'
 import { handleClientError, registerErrorHandling } from './http/error-handling.js'
+import { frontDoor } from './http/front-door.js'
 import { healthRoutes } from './http/health.js'
 import { isAcceptedJsonCharset, parseJsonBody } from './http/json-body.js'
 import { registerOpenApi } from './http/openapi.js'
@@ -170,6 +171,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   })
   await registerOpenApi(app, { productionUrl: config.productionUrl, stagingUrl: config.stagingUrl })
   await app.register(docsPage, { specUrl: '/v1/openapi.json' })
+  await app.register(frontDoor, { docsUrl: '/docs', specUrl: '/v1/openapi.json' })
 
   const service = new PetService(store, clock)
   const pages = new ReadCache(MAX_CACHED_PAGES)

@@ -5,6 +5,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync 
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
+import packageJson from '../package.json' with { type: 'json' }
+import { settings } from '../src/config.js'
 import {
   bootstrapKey,
   type Exit,
@@ -318,6 +320,30 @@ describe('petstore usage', { concurrency: true }, () => {
       assert.match(top.stdout, new RegExp(`^  ${command} `, 'm'))
     }
     assert.equal(existsSync(w.dbPath), false)
+  })
+
+  test('--version prints the version; serve --help names every setting it reads', async (t) => {
+    const w = workspace(t)
+    for (const flag of ['--version', '-V']) {
+      assert.deepEqual(await w.run([flag], { PORT: 'abc' }), {
+        code: 0,
+        signal: null,
+        stdout: `${packageJson.version}\n`,
+        stderr: '',
+      })
+    }
+    const help = await w.run(['serve', '--help'])
+    assert.equal(help.code, 0)
+    const listed = [...help.stdout.matchAll(/^ {2}([A-Z][A-Z0-9_]+)$/gm)].map((m) => m[1])
+    assert.deepEqual(
+      listed,
+      settings.map((s) => s.env),
+    )
+    assert.match(help.stdout, /^ {2}PORT\n {6}TCP port of the API\. Default: 8080\.$/m)
+    assert.ok(
+      help.stdout.split('\n').every((line) => line.length <= 80),
+      'lines fit a terminal',
+    )
   })
 
   test('a bad environment value makes serve exit 2 naming the variable', async (t) => {

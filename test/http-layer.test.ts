@@ -158,6 +158,26 @@ describe('authentication', () => {
     assert.equal(doc.statusCode, 200)
     assert.equal(doc.headers['content-type'], 'application/json; charset=utf-8')
   })
+
+  test('GET / says where the reference page and the OpenAPI document are', async (t) => {
+    const a = await testApp(t)
+    const link = '</docs>; rel="service-doc", </v1/openapi.json>; rel="service-desc"'
+    const index = await a.app.inject({ method: 'GET', url: '/' })
+    assert.equal(index.statusCode, 200)
+    assert.equal(index.body, '{"docs":"/docs","openapi":"/v1/openapi.json"}')
+    assert.equal(index.headers['content-type'], 'application/json; charset=utf-8')
+    assert.equal(index.headers.link, link)
+    const head = await a.app.inject({ method: 'HEAD', url: '/' })
+    assert.equal(head.statusCode, 200)
+    assert.equal(head.headers.link, link)
+    const post = await a.app.inject({ method: 'POST', url: '/' })
+    assert.equal(post.statusCode, 405)
+    assert.equal(post.headers.allow, 'GET, HEAD')
+    // Both places it names answer, without a key.
+    for (const url of ['/docs', '/v1/openapi.json']) {
+      assert.equal((await a.app.inject({ method: 'GET', url })).statusCode, 200, url)
+    }
+  })
 })
 
 describe('routing errors', () => {

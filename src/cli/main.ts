@@ -1,7 +1,8 @@
 // The `petstore` command: one entry for everything an operator does.
 import cluster from 'node:cluster'
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander'
-import { type Config, ConfigError, loadConfig } from '../config.js'
+import packageJson from '../../package.json' with { type: 'json' }
+import { type Config, ConfigError, loadConfig, settings } from '../config.js'
 import { durationParser } from '../duration.js'
 import { clockFor, startServer } from '../server.js'
 import { openStore } from '../storage/open-store.js'
@@ -29,6 +30,32 @@ function withoutPassword(url: string): string {
 }
 
 class UsageError extends Error {}
+
+/** Words of `text` in lines of at most `width` characters, each after `indent`. */
+function wrap(text: string, indent: string, width: number): string {
+  const lines: string[] = []
+  let line = ''
+  for (const word of text.split(/\s+/)) {
+    if (line !== '' && line.length + 1 + word.length > width) {
+      lines.push(indent + line)
+      line = word
+    } else {
+      line = line === '' ? word : `${line} ${word}`
+    }
+  }
+  if (line !== '') lines.push(indent + line)
+  return lines.join('\n')
+}
+
+/** `serve --help`'s list of the settings it reads, from the table config.ts parses them by. */
+function settingsHelp(): string {
+  const entries = settings.map((s) => {
+    const plain = (t: string) => t.replaceAll('`', '')
+    const byDefault = s.default === '' ? 'unset' : plain(s.default)
+    return `  ${s.env}\n${wrap(`${plain(s.description)} Default: ${byDefault}.`, '      ', 72)}`
+  })
+  return `\nSettings, read from the environment (or a .env file in the working directory):\n${entries.join('\n')}`
+}
 
 function config(): Config {
   try {
@@ -94,7 +121,10 @@ async function serve(opts: { workers?: number }): Promise<void> {
 
 function buildProgram(): Command {
   const program = new Command('petstore')
-    .description('Pet store catalogue service. Settings come from the environment (see README).')
+    .description(
+      'Pet store catalogue service. Settings come from the environment (see `petstore serve --help`).',
+    )
+    .version(packageJson.version, '-V, --version', 'print the version and exit')
     .showHelpAfterError()
     .exitOverride()
 
@@ -106,6 +136,7 @@ function buildProgram(): Command {
       `processes serving the API on the one port, 1 to ${MAX_WORKERS} (default: PETSTORE_WORKERS)`,
       wholeNumberArg(MAX_WORKERS),
     )
+    .addHelpText('after', settingsHelp)
     .action(serve)
 
   program
