@@ -1,6 +1,6 @@
 // `npm run bench:instructions`: the instructions the service runs per request, counted by
 // valgrind's callgrind, for changes too small for `npm run bench` to show on a shared machine.
-// See "Counting instructions" in the README.
+// See "How to reproduce" in docs/performance.md.
 //
 // Why instructions: on these virtual machines the CPU time of one request moves by up to 2x
 // between runs minutes apart, and an effect under ~7% does not show in timings; an instruction

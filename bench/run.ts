@@ -1,6 +1,6 @@
 // `npm run bench`: the service on each store (SQLite, PostgreSQL) against a bare node:http baseline
-// where it runs, each Node server pinned to CPU 0 and wrk to CPU 1. See the "Benchmark" section
-// of the README. `--stores sqlite,postgres` (the default) picks the stores; PostgreSQL is reached
+// where it runs, each Node server pinned to CPU 0 and wrk to CPU 1. See "How to reproduce" in
+// docs/performance.md. `--stores sqlite,postgres` (the default) picks the stores; PostgreSQL is reached
 // through PETSTORE_BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres).
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'

@@ -31,7 +31,7 @@ const CLI = join(ROOT, 'dist', 'main.js')
  * and for the baseline too, so that both run with the same V8 settings. Without
  * `--no-memory-reducer` V8 shrinks an idle process's heap, and the baseline, idle while the other
  * servers are measured, came back slower round after round in the three-server runs: the likely
- * cause of a drift that flattered their later ratios (README "Latest results").
+ * cause of a drift that flattered their later ratios (docs/performance.md).
  */
 export const NODE_FLAGS = ['--no-memory-reducer', '--max-semi-space-size=8']
 

@@ -4,7 +4,7 @@
 //
 // Why: compiling the 1.9 MB bundle and the functions that start-up runs took about a third of the
 // time from process start to the first `/readyz` 200 (354 -> 232 ms with the cache, medians of
-// interleaved starts; README "Start-up"). Node 20 has no compile cache of its own for modules
+// interleaved starts; docs/operations.md). Node 20 has no compile cache of its own for modules
 // (module.enableCompileCache came in Node 22), so this is the vm.Script cachedData mechanism that
 // such caches are made of.
 //

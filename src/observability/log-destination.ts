@@ -5,6 +5,8 @@
 // buffer again, so under load a line costs many times what it costs here (docs/performance.md).
 // Lines are still written in the same turn of the event loop that logged them, before any timer
 // or new I/O runs, so a crash loses at most the lines of the turn it happened in; `exit` flushes.
+// The `exit` listener is there only while lines are pending, so that many destinations (one per
+// app a test builds) do not pile listeners up on the process.
 import { writeSync } from 'node:fs'
 
 /** Past this many pending bytes the buffer is written at once rather than at the end of the turn. */
@@ -21,14 +23,14 @@ export class LogDestination {
     this.scheduled = false
     this.flushSync()
   }
+  private readonly flushAtExit = () => this.flushSync()
 
-  constructor(private readonly fd: number = 1) {
-    process.once('exit', () => this.flushSync())
-  }
+  constructor(private readonly fd: number = 1) {}
 
   /** pino's destination interface: one serialized line, newline included. */
   write(line: string): boolean {
     if (this.failed) return true
+    if (this.pending.length === 0) process.on('exit', this.flushAtExit)
     this.pending.push(line)
     this.pendingBytes += line.length
     if (this.pendingBytes >= MAX_PENDING_BYTES) this.flushSync()
@@ -42,6 +44,7 @@ export class LogDestination {
   /** Writes everything pending before returning (also what pino.final and `exit` call). */
   flushSync(): void {
     if (this.pending.length === 0) return
+    process.off('exit', this.flushAtExit)
     const data = Buffer.from(this.pending.join(''))
     this.pending = []
     this.pendingBytes = 0
