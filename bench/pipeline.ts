@@ -9,10 +9,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import {
-  cpuSeconds,
   createKey,
   createScript,
   LOAD_CPU,
+  measuredRun,
   type Running,
   SERVER_CPU,
   seed,
@@ -71,12 +71,7 @@ async function main(): Promise<void> {
             ...(op.script ? { script: op.script } : {}),
           }
           if (warmup > 0) await wrk({ ...run, seconds: warmup })
-          const pid = t.server.child.pid!
-          const cpuBefore = cpuSeconds(pid)
-          const wallBefore = performance.now()
-          const result = await wrk({ ...run, seconds })
-          result.serverCpu =
-            (cpuSeconds(pid) - cpuBefore) / ((performance.now() - wallBefore) / 1000)
+          const result = await measuredRun({ ...run, seconds }, t.server.child.pid!)
           const k = `${op.name}|${t.label}`
           results.set(k, [...(results.get(k) ?? []), result])
           process.stderr.write(

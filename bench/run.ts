@@ -11,10 +11,10 @@ import { encodeCursor } from '../src/pets/cursor.js'
 import { createDatabase, dropDatabase, serverSettings } from './postgres.js'
 import {
   CREATE_BODY,
-  cpuSeconds,
   createKey,
   createScript,
   LOAD_CPU,
+  measuredRun,
   type Place,
   peakRssMb,
   ROOT,
@@ -258,11 +258,7 @@ async function measure(round: number, targets: Target[], samples: OpSamples[]): 
         ...(script ? { script } : {}),
       }
       if (warmup > 0) s.warmupErrors += (await wrk({ ...run, seconds: warmup })).errors
-      const cpuBefore = cpuSeconds(target.pid)
-      const wallBefore = performance.now()
-      const result = await wrk({ ...run, seconds })
-      result.serverCpu =
-        (cpuSeconds(target.pid) - cpuBefore) / ((performance.now() - wallBefore) / 1000)
+      const result = await measuredRun({ ...run, seconds }, target.pid)
       ;(target.label === 'baseline' ? s.baseline : s.services[target.label]!).push(result)
       log(
         `bench: round ${round}/${rounds} ${s.name} ${target.label}: ${result.rps.toFixed(0)} req/s, ` +

@@ -6,7 +6,7 @@ import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { createServer } from 'node:net'
 import { join, resolve } from 'node:path'
-import { runCommand } from './wrk.js'
+import { runCommand, type WrkResult, type WrkRun, wrk } from './wrk.js'
 
 export const ROOT = resolve(import.meta.dirname, '..')
 /** Each Node server runs on this core, wrk on the other. */
@@ -219,4 +219,13 @@ export function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   return (Number(fields[11]) + Number(fields[12])) / 100
+}
+
+/** A wrk run against the server `pid`, with the share of a core that server used during it. */
+export async function measuredRun(run: WrkRun, pid: number): Promise<WrkResult> {
+  const cpuBefore = cpuSeconds(pid)
+  const wallBefore = performance.now()
+  const result = await wrk(run)
+  result.serverCpu = (cpuSeconds(pid) - cpuBefore) / ((performance.now() - wallBefore) / 1000)
+  return result
 }

@@ -35,7 +35,13 @@ import { createValidatorCompiler } from './http/validation.js'
 import './http/types.js'
 import { Metrics } from './observability/metrics.js'
 import { DeprecatedCallCounter, deprecationHeaders } from './pets/deprecation.js'
-import { canServeHotPath, createHotPath, replayedBody, serveHotPathFirst } from './pets/hot-path.js'
+import {
+  canServeHotPath,
+  createHotPath,
+  replayedBody,
+  serveHotPathFirst,
+  turnDataVersion,
+} from './pets/hot-path.js'
 import { MAX_CACHED_PAGES, MAX_CACHED_PETS, ReadCache } from './pets/read-cache.js'
 import { petRoutes } from './pets/routes.js'
 import { PetService } from './pets/service.js'
@@ -147,7 +153,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     // Read once per request, before any cache is consulted: every cache the request consults is
     // checked against the same moment. Public routes consult none.
     if (request.routeOptions.config.public !== true) {
-      request.dataVersion = await readDataVersion(store)
+      request.dataVersion = turnDataVersion(request.raw) ?? (await readDataVersion(store))
     }
   })
 

@@ -130,7 +130,9 @@ interface Read {
 export type HotPath = (req: IncomingMessage, res: ServerResponse, fallback: Fallback) => boolean
 
 const REPLAYED_BODY = Symbol('petstore.replayedBody')
-type WithReplayedBody = IncomingMessage & { [REPLAYED_BODY]?: Buffer }
+const TURN_VERSION = Symbol('petstore.turnVersion')
+/** What the hot path leaves on a request it hands to Fastify. */
+type HandedOver = IncomingMessage & { [REPLAYED_BODY]?: Buffer; [TURN_VERSION]?: DataVersion }
 
 /**
  * The body the hot path read of a create it took, which the app's `preParsing` hook gives back to
@@ -138,7 +140,16 @@ type WithReplayedBody = IncomingMessage & { [REPLAYED_BODY]?: Buffer }
  * request.
  */
 export function replayedBody(req: IncomingMessage): Buffer | undefined {
-  return (req as WithReplayedBody)[REPLAYED_BODY]
+  return (req as HandedOver)[REPLAYED_BODY]
+}
+
+/**
+ * The data version the hot path read at the end of the turn for a request it then handed to
+ * Fastify: read after the request arrived, so the root hook takes it instead of reading again (on
+ * PostgreSQL, a round trip). Undefined for every other request.
+ */
+export function turnDataVersion(req: IncomingMessage): DataVersion | undefined {
+  return (req as HandedOver)[TURN_VERSION]
 }
 
 /** Without a data version nothing is cached, and the hot path could answer nothing. */
@@ -270,7 +281,10 @@ export function createHotPath(o: HotPathOptions): HotPath {
         // Every check that can throw comes before the first effect (the rate-limit count), so
         // Fastify can still take the request from the start and give the error its answer.
       }
-      if (!answered) r.fallback(r.req, r.res)
+      if (!answered) {
+        ;(r.req as HandedOver)[TURN_VERSION] = version
+        r.fallback(r.req, r.res)
+      }
     }
   }
   const sendAnswers = () => {
@@ -397,7 +411,9 @@ export function createHotPath(o: HotPathOptions): HotPath {
     // The body as the route's serializer wrote it: cached by the route, or from a store that
     // reads in the same turn (SQLite's PET_JSON_BY_ID).
     const body =
-      pets.get(String(petId), version.pets)?.body ?? getPetJsonAt?.(petId, version.pets) ?? null
+      pets.get(ReadCache.petKey(petId), version.pets)?.body ??
+      getPetJsonAt?.(petId, version.pets) ??
+      null
     if (body === null) return false
     const admitted = admit(req.headers.authorization, version.keys)
     if (admitted === null) return false
@@ -476,7 +492,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
     req.on('end', () => {
       const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received)
       // Kept before anything can hand the request over: Fastify's parser could not read it again.
-      ;(req as WithReplayedBody)[REPLAYED_BODY] = body
+      ;(req as HandedOver)[REPLAYED_BODY] = body
       let pet: NewPetRecord | null = null
       try {
         pet = received === length ? newPet(body) : null

@@ -8,7 +8,7 @@ import { ApiError } from '../errors.js'
 import type { NewPet as NewPetRecord } from '../storage/store.js'
 import { type DeprecatedCallCounter, getPetSunset, isSunset } from './deprecation.js'
 import { nextPageLink } from './next-link.js'
-import { type CachedRead, ReadCache } from './read-cache.js'
+import { ReadCache } from './read-cache.js'
 import { errorResponse, headers, withHeaders } from './responses.js'
 import { ListPetsQuery, NewPet, Pet, PetIdParams, Pets } from './schemas.js'
 import { newPetOf, type PetService } from './service.js'
@@ -76,15 +76,12 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
         status?: NewPetRecord['status']
         cursor?: string
       }
-      const version = request.dataVersion?.pets
       const key = ReadCache.pageKey(query.limit, query.status, query.cursor)
-      let page: CachedRead | undefined = version === undefined ? undefined : pages.get(key, version)
-      if (page === undefined) {
+      const page = await pages.through(key, request.dataVersion?.pets, async () => {
         const found = await service.listPage(query)
         // The route's own 200 serializer, so a cached page is byte for byte a fresh one.
-        page = { body: reply.serialize(found.pets) as string, nextCursor: found.nextCursor }
-        if (version !== undefined) pages.set(key, version, page)
-      }
+        return { body: reply.serialize(found.pets) as string, nextCursor: found.nextCursor }
+      })
       if (page.nextCursor !== null) {
         const { protocol, host } = request
         reply.header(
@@ -178,14 +175,16 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
       },
     },
     async (request, reply) => {
-      const version = request.dataVersion?.pets
-      const key = String(request.params.petId)
-      let body = version === undefined ? undefined : pets.get(key, version)?.body
-      if (body === undefined) {
-        body = reply.serialize(await service.get(request.params.petId)) as string
-        if (version !== undefined) pets.set(key, version, { body, nextCursor: null })
-      }
-      return sendSerialized(reply, body)
+      const { petId } = request.params
+      const pet = await pets.through(
+        ReadCache.petKey(petId),
+        request.dataVersion?.pets,
+        async () => ({
+          body: reply.serialize(await service.get(petId)) as string,
+          nextCursor: null,
+        }),
+      )
+      return sendSerialized(reply, pet.body)
     },
   )
 
