@@ -108,7 +108,10 @@ export interface components {
         | 'service_unavailable'
       /** @description Human-readable description. */
       message: string
-      /** @description The HTTP status code of the response. */
+      /**
+       * Format: int32
+       * @description The HTTP status code of the response.
+       */
       status: number
     }
   }
@@ -141,10 +144,16 @@ export interface operations {
         headers: {
           /** @description `<url>; rel="next"` when another page exists (RFC 8288); absent on the last page. */
           Link?: string
-          /** @description The rate-limit policy, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers). */
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`. */
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
           RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
         content: {
@@ -154,10 +163,16 @@ export interface operations {
       /** @description `limit`, `status` or `cursor` is invalid. */
       400: {
         headers: {
-          /** @description The rate-limit policy, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers). */
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`. */
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
           RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
         content: {
@@ -168,11 +183,19 @@ export interface operations {
       401: {
         headers: {
           /** @description `Bearer realm="petstore"`, with `error="invalid_token"` when a key was sent but is not valid. */
-          'WWW-Authenticate'?: string
-          /** @description The rate-limit policy, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers). */
+          'WWW-Authenticate':
+            | 'Bearer realm="petstore"'
+            | 'Bearer realm="petstore", error="invalid_token"'
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`. */
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
           RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
         content: {
@@ -183,11 +206,78 @@ export interface operations {
       429: {
         headers: {
           /** @description Seconds to wait before retrying. */
-          'Retry-After'?: number
-          /** @description The rate-limit policy, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers). */
+          'Retry-After': number
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`. */
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
           RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
+          [name: string]: unknown
+        }
+        content: {
+          'application/json': components['schemas']['Error']
+        }
+      }
+      /** @description An unexpected fault; the message never carries its details. */
+      500: {
+        headers: {
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          'RateLimit-Policy'?: string
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
+          [name: string]: unknown
+        }
+        content: {
+          'application/json': components['schemas']['Error']
+        }
+      }
+      /** @description The database cannot be reached or is overloaded; retry after `Retry-After` seconds. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After': number
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          'RateLimit-Policy'?: string
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
+          [name: string]: unknown
+        }
+        content: {
+          'application/json': components['schemas']['Error']
+        }
+      }
+      /** @description Any other error, e.g. 405 with `Allow` for a method the path does not take, 408, 414 or 431. */
+      default: {
+        headers: {
+          /** @description On 405: the methods the path takes. */
+          Allow?: string
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          'RateLimit-Policy'?: string
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
         content: {
@@ -216,13 +306,19 @@ export interface operations {
       201: {
         headers: {
           /** @description Path of the new animal, `/v1/pets/{id}`. */
-          Location?: string
-          /** @description `true` when this is the stored response to an earlier request with the same Idempotency-Key. */
-          'Idempotent-Replayed'?: string
-          /** @description The rate-limit policy, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers). */
+          Location: string
+          /** @description `true` when this is the stored response to an earlier request with the same Idempotency-Key; absent otherwise. */
+          'Idempotent-Replayed'?: 'true'
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`. */
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
           RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
         content: {
@@ -232,10 +328,16 @@ export interface operations {
       /** @description Body missing, required fields absent, or values invalid. */
       400: {
         headers: {
-          /** @description The rate-limit policy, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers). */
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`. */
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
           RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
         content: {
@@ -246,11 +348,19 @@ export interface operations {
       401: {
         headers: {
           /** @description `Bearer realm="petstore"`, with `error="invalid_token"` when a key was sent but is not valid. */
-          'WWW-Authenticate'?: string
-          /** @description The rate-limit policy, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers). */
+          'WWW-Authenticate':
+            | 'Bearer realm="petstore"'
+            | 'Bearer realm="petstore", error="invalid_token"'
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`. */
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
           RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
         content: {
@@ -261,11 +371,17 @@ export interface operations {
       409: {
         headers: {
           /** @description Seconds to wait before retrying. */
-          'Retry-After'?: number
-          /** @description The rate-limit policy, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers). */
+          'Retry-After': number
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`. */
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
           RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
         content: {
@@ -275,10 +391,16 @@ export interface operations {
       /** @description Request body larger than 64 KiB. */
       413: {
         headers: {
-          /** @description The rate-limit policy, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers). */
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`. */
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
           RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
         content: {
@@ -288,10 +410,16 @@ export interface operations {
       /** @description Request body is not application/json. */
       415: {
         headers: {
-          /** @description The rate-limit policy, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers). */
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`. */
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
           RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
         content: {
@@ -301,10 +429,16 @@ export interface operations {
       /** @description Idempotency-Key reused with a different body. */
       422: {
         headers: {
-          /** @description The rate-limit policy, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers). */
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`. */
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
           RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
         content: {
@@ -315,11 +449,78 @@ export interface operations {
       429: {
         headers: {
           /** @description Seconds to wait before retrying. */
-          'Retry-After'?: number
-          /** @description The rate-limit policy, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers). */
+          'Retry-After': number
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`. */
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
           RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
+          [name: string]: unknown
+        }
+        content: {
+          'application/json': components['schemas']['Error']
+        }
+      }
+      /** @description An unexpected fault; the message never carries its details. */
+      500: {
+        headers: {
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          'RateLimit-Policy'?: string
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
+          [name: string]: unknown
+        }
+        content: {
+          'application/json': components['schemas']['Error']
+        }
+      }
+      /** @description The database cannot be reached or is overloaded; retry after `Retry-After` seconds. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After': number
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          'RateLimit-Policy'?: string
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
+          [name: string]: unknown
+        }
+        content: {
+          'application/json': components['schemas']['Error']
+        }
+      }
+      /** @description Any other error, e.g. 405 with `Allow` for a method the path does not take, 408, 414 or 431. */
+      default: {
+        headers: {
+          /** @description On 405: the methods the path takes. */
+          Allow?: string
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          'RateLimit-Policy'?: string
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
         content: {
@@ -344,15 +545,21 @@ export interface operations {
       200: {
         headers: {
           /** @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated. */
-          Deprecation?: string
-          /** @description RFC 8594: `Thu, 05 Dec 2030 00:00:00 GMT`, when the operation is removed. */
-          Sunset?: string
-          /** @description `</v1/pets>; rel="successor-version"`: the operation to use instead. */
-          Link?: string
-          /** @description The rate-limit policy, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers). */
+          Deprecation: string
+          /** @description RFC 8594: when the operation is removed. */
+          Sunset: 'Thu, 05 Dec 2030 00:00:00 GMT'
+          /** @description The operation to use instead. */
+          Link: '</v1/pets>; rel="successor-version"'
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`. */
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
           RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
         content: {
@@ -363,15 +570,21 @@ export interface operations {
       400: {
         headers: {
           /** @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated. */
-          Deprecation?: string
-          /** @description RFC 8594: `Thu, 05 Dec 2030 00:00:00 GMT`, when the operation is removed. */
-          Sunset?: string
-          /** @description `</v1/pets>; rel="successor-version"`: the operation to use instead. */
-          Link?: string
-          /** @description The rate-limit policy, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers). */
+          Deprecation: string
+          /** @description RFC 8594: when the operation is removed. */
+          Sunset: 'Thu, 05 Dec 2030 00:00:00 GMT'
+          /** @description The operation to use instead. */
+          Link: '</v1/pets>; rel="successor-version"'
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`. */
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
           RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
         content: {
@@ -382,17 +595,25 @@ export interface operations {
       401: {
         headers: {
           /** @description `Bearer realm="petstore"`, with `error="invalid_token"` when a key was sent but is not valid. */
-          'WWW-Authenticate'?: string
+          'WWW-Authenticate':
+            | 'Bearer realm="petstore"'
+            | 'Bearer realm="petstore", error="invalid_token"'
           /** @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated. */
-          Deprecation?: string
-          /** @description RFC 8594: `Thu, 05 Dec 2030 00:00:00 GMT`, when the operation is removed. */
-          Sunset?: string
-          /** @description `</v1/pets>; rel="successor-version"`: the operation to use instead. */
-          Link?: string
-          /** @description The rate-limit policy, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers). */
+          Deprecation: string
+          /** @description RFC 8594: when the operation is removed. */
+          Sunset: 'Thu, 05 Dec 2030 00:00:00 GMT'
+          /** @description The operation to use instead. */
+          Link: '</v1/pets>; rel="successor-version"'
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`. */
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
           RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
         content: {
@@ -403,15 +624,21 @@ export interface operations {
       404: {
         headers: {
           /** @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated. */
-          Deprecation?: string
-          /** @description RFC 8594: `Thu, 05 Dec 2030 00:00:00 GMT`, when the operation is removed. */
-          Sunset?: string
-          /** @description `</v1/pets>; rel="successor-version"`: the operation to use instead. */
-          Link?: string
-          /** @description The rate-limit policy, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers). */
+          Deprecation: string
+          /** @description RFC 8594: when the operation is removed. */
+          Sunset: 'Thu, 05 Dec 2030 00:00:00 GMT'
+          /** @description The operation to use instead. */
+          Link: '</v1/pets>; rel="successor-version"'
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`. */
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
           RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
         content: {
@@ -422,15 +649,21 @@ export interface operations {
       410: {
         headers: {
           /** @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated. */
-          Deprecation?: string
-          /** @description RFC 8594: `Thu, 05 Dec 2030 00:00:00 GMT`, when the operation is removed. */
-          Sunset?: string
-          /** @description `</v1/pets>; rel="successor-version"`: the operation to use instead. */
-          Link?: string
-          /** @description The rate-limit policy, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers). */
+          Deprecation: string
+          /** @description RFC 8594: when the operation is removed. */
+          Sunset: 'Thu, 05 Dec 2030 00:00:00 GMT'
+          /** @description The operation to use instead. */
+          Link: '</v1/pets>; rel="successor-version"'
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`. */
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
           RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
         content: {
@@ -441,17 +674,102 @@ export interface operations {
       429: {
         headers: {
           /** @description Seconds to wait before retrying. */
-          'Retry-After'?: number
+          'Retry-After': number
           /** @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated. */
-          Deprecation?: string
-          /** @description RFC 8594: `Thu, 05 Dec 2030 00:00:00 GMT`, when the operation is removed. */
-          Sunset?: string
-          /** @description `</v1/pets>; rel="successor-version"`: the operation to use instead. */
-          Link?: string
-          /** @description The rate-limit policy, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers). */
+          Deprecation: string
+          /** @description RFC 8594: when the operation is removed. */
+          Sunset: 'Thu, 05 Dec 2030 00:00:00 GMT'
+          /** @description The operation to use instead. */
+          Link: '</v1/pets>; rel="successor-version"'
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`. */
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
           RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
+          [name: string]: unknown
+        }
+        content: {
+          'application/json': components['schemas']['Error']
+        }
+      }
+      /** @description An unexpected fault; the message never carries its details. */
+      500: {
+        headers: {
+          /** @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated. */
+          Deprecation: string
+          /** @description RFC 8594: when the operation is removed. */
+          Sunset: 'Thu, 05 Dec 2030 00:00:00 GMT'
+          /** @description The operation to use instead. */
+          Link: '</v1/pets>; rel="successor-version"'
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          'RateLimit-Policy'?: string
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
+          [name: string]: unknown
+        }
+        content: {
+          'application/json': components['schemas']['Error']
+        }
+      }
+      /** @description The database cannot be reached or is overloaded; retry after `Retry-After` seconds. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After': number
+          /** @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated. */
+          Deprecation: string
+          /** @description RFC 8594: when the operation is removed. */
+          Sunset: 'Thu, 05 Dec 2030 00:00:00 GMT'
+          /** @description The operation to use instead. */
+          Link: '</v1/pets>; rel="successor-version"'
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          'RateLimit-Policy'?: string
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
+          [name: string]: unknown
+        }
+        content: {
+          'application/json': components['schemas']['Error']
+        }
+      }
+      /** @description Any other error, e.g. 405 with `Allow` for a method the path does not take, 408, 414 or 431. */
+      default: {
+        headers: {
+          /** @description On 405: the methods the path takes. */
+          Allow?: string
+          /** @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated. */
+          Deprecation: string
+          /** @description RFC 8594: when the operation is removed. */
+          Sunset: 'Thu, 05 Dec 2030 00:00:00 GMT'
+          /** @description The operation to use instead. */
+          Link: '</v1/pets>; rel="successor-version"'
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          'RateLimit-Policy'?: string
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
         content: {

@@ -6,7 +6,7 @@ import {
   type Pet,
   type PetstoreClient,
   PetstoreError,
-} from '../client/index.js'
+} from '@petstore/client'
 
 const show = (pet: Pet) =>
   `#${pet.id} ${pet.name} (category ${pet.categoryId}, ${pet.status ?? 'no status'})`

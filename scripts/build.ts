@@ -13,12 +13,44 @@
 // ES modules (Node 20 has no cache for those). One file, as CommonJS cannot split into chunks: the
 // modules loaded on use (the PostgreSQL store, the migrator) are in it, compiled only if called.
 import { createHash } from 'node:crypto'
-import { chmodSync, readFileSync, rmSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import {
+  chmodSync,
+  existsSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
+import { join, relative, resolve } from 'node:path'
 import { type BuildOptions, build } from 'esbuild'
 
 const ROOT = resolve(import.meta.dirname, '..')
 const OUT = join(ROOT, 'dist')
+const STAMP = join(OUT, '.inputs-sha256')
+
+/**
+ * What the bundle is made from. `npm install` builds (prepare) and `npm test` builds again: the
+ * second build is skipped when nothing it reads has changed.
+ */
+function inputsDigest(): string {
+  const files = [
+    ...readdirSync(join(ROOT, 'src'), { recursive: true, encoding: 'utf8' })
+      .map((name) => join(ROOT, 'src', name))
+      .filter((file) => statSync(file).isFile()),
+    join(ROOT, 'scripts', 'build.ts'),
+    join(ROOT, 'package-lock.json'),
+  ].sort()
+  const hash = createHash('sha256')
+  for (const file of files) hash.update(`${relative(ROOT, file)}\0`).update(readFileSync(file))
+  return hash.digest('hex')
+}
+
+const digest = inputsDigest()
+if (existsSync(STAMP) && readFileSync(STAMP, 'utf8') === digest) {
+  process.stdout.write('dist/ is up to date\n')
+  process.exit(0)
+}
 
 const common: BuildOptions = {
   absWorkingDir: ROOT,
@@ -47,8 +79,9 @@ await build({
   outExtension: { '.js': '.cjs' },
   format: 'cjs',
   external: [
-    // A native addon, found at run time through its own `bindings` lookup.
+    // A native addon, found at run time through its own `bindings` lookup (either major version).
     'better-sqlite3',
+    'better-sqlite3-napi',
     // Loaded on use from node_modules: pg's optional pg-native, the terminal log format, the
     // docs page's script (read as a file), and the Redis client of shared rate limits.
     'pg',
@@ -81,10 +114,11 @@ await build({
   ...common,
   entryPoints: { 'writer-thread': 'src/storage/sqlite/writer-thread.ts' },
   format: 'esm',
-  external: ['better-sqlite3'],
+  external: ['better-sqlite3', 'better-sqlite3-napi'],
   // The bundled CommonJS dependencies call require(); an ES module has none of its own.
   banner: {
     js: "import { createRequire as __petstoreCreateRequire } from 'node:module'; const require = __petstoreCreateRequire(import.meta.url);",
   },
 })
 chmodSync(join(OUT, 'main.js'), 0o755)
+writeFileSync(STAMP, digest)

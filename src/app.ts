@@ -24,6 +24,7 @@ import { isAcceptedJsonCharset, parseJsonBody } from './http/json-body.js'
 import { registerOpenApi } from './http/openapi.js'
 import { requestId } from './http/request-id.js'
 import { RequestLogController } from './http/request-log.js'
+import { serializerCompiler } from './http/serialization.js'
 import {
   closeConnectionAfterResponse,
   closeHttp2SessionsOnClose,
@@ -121,6 +122,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   const compileValidator = createValidatorCompiler()
   app.setValidatorCompiler(compileValidator)
+  app.setSerializerCompiler(serializerCompiler)
   // Only JSON bodies are accepted; every other media type is 415.
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {

@@ -79,6 +79,19 @@ describe('listPets', () => {
     assert.equal(last.headers.link, undefined)
   })
 
+  test('a Host that is no host name gives the next link the configured origin', async (t) => {
+    const a = await testApp(t, { config: { productionUrl: 'https://api.pets.test/v1' } })
+    await seed(a, 3, () => undefined)
+    for (const host of ['a'.repeat(254), 'x.test/evil', '[::1', 'x.test:123456']) {
+      const res = await a.call({ method: 'GET', url: '/v1/pets?limit=1', headers: { host } })
+      assert.equal(
+        res.headers.link,
+        `<https://api.pets.test/v1/pets?limit=1&cursor=${encodeCursor(1n)}>; rel="next"`,
+        host,
+      )
+    }
+  })
+
   test('limit bounds: 1 and 100 are accepted', async (t) => {
     const a = await testApp(t)
     const pets = await seed(a, 3, () => undefined)
@@ -203,7 +216,7 @@ describe('listPets', () => {
 
   test('malformed cursors are 400', async (t) => {
     const a = await testApp(t)
-    const message = 'cursor is malformed: use the Link of the previous page'
+    const message = "query parameter 'cursor' is malformed: use the Link of the previous page"
     const forged = [
       'abc',
       '',

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import SwaggerParser from '@apidevtools/swagger-parser'
+import { isInteger, parse } from 'lossless-json'
 import { errorCodes } from '../src/errors.js'
 import { componentSchemas } from '../src/pets/schemas.js'
 import { createPet, json, testApp } from './support/app.js'
@@ -23,13 +24,18 @@ function at(doc: unknown, ...keys: string[]): Obj {
   return node
 }
 
+/** Integers a JS number cannot hold become BigInts; all else a number. */
+const exactNumber = (text: string) =>
+  isInteger(text) && !Number.isSafeInteger(Number(text)) ? BigInt(text) : Number(text)
+
 async function fetchDocument(t: Parameters<typeof testApp>[0]) {
   const app = await testApp(t, { config: { productionUrl: PRODUCTION, stagingUrl: STAGING } })
   // No Authorization header: the document is public.
   const res = await app.app.inject({ method: 'GET', url: '/v1/openapi.json' })
   assert.equal(res.statusCode, 200)
   assert.match(String(res.headers['content-type']), /^application\/json/)
-  return { app, doc: json(res) as Obj }
+  // `exact` keeps every digit of the int64 bounds, which JSON.parse would round.
+  return { app, doc: json(res) as Obj, exact: parse(res.body, null, exactNumber) as Obj }
 }
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` })
@@ -172,7 +178,7 @@ describe('GET /v1/openapi.json', () => {
   })
 
   test('parameters: limit range and default, int64 identifiers', async (t) => {
-    const { doc } = await fetchDocument(t)
+    const { doc, exact } = await fetchDocument(t)
     const params = at(doc, 'paths', '/pets', 'get').parameters as Obj[]
     const limit = params.find((p) => p.name === 'limit')
     assert.ok(limit)
@@ -180,6 +186,7 @@ describe('GET /v1/openapi.json', () => {
     assert.equal(limit.required, false)
     assert.deepEqual(obj(limit.schema, 'limit schema'), {
       type: 'integer',
+      format: 'int32',
       minimum: 1,
       maximum: 100,
       default: 20,
@@ -199,7 +206,14 @@ describe('GET /v1/openapi.json', () => {
     assert.ok(petId)
     assert.equal(petId.in, 'path')
     assert.equal(petId.required, true)
-    assert.deepEqual(obj(petId.schema, 'petId schema'), { type: 'integer', format: 'int64' })
+    const int64 = {
+      type: 'integer',
+      format: 'int64',
+      minimum: -(2n ** 63n),
+      maximum: 2n ** 63n - 1n,
+    }
+    const exactPetId = (at(exact, 'paths', '/pets/{petId}', 'get').parameters as Obj[])[0]!
+    assert.deepEqual(exactPetId.schema, int64)
 
     const pet = at(doc, 'components', 'schemas', 'Pet')
     const newPet = at(doc, 'components', 'schemas', 'NewPet')
@@ -208,9 +222,10 @@ describe('GET /v1/openapi.json', () => {
       ['Pet', pet, 'categoryId'],
       ['NewPet', newPet, 'categoryId'],
     ] as const) {
-      const prop = at(schema, 'properties', field)
-      assert.equal(prop.type, 'integer', `${name}.${field}`)
-      assert.equal(prop.format, 'int64', `${name}.${field}`)
+      const prop = at(exact, 'components', 'schemas', name, 'properties', field)
+      const { description: _d, ...range } = prop
+      assert.deepEqual(range, field === 'id' ? { ...int64, minimum: 1 } : int64, `${name}.${field}`)
+      assert.ok(at(schema, 'properties', field))
     }
     assert.deepEqual(pet.required, ['id', 'name', 'categoryId'])
     assert.deepEqual(newPet.required, ['name', 'categoryId'])
@@ -219,21 +234,26 @@ describe('GET /v1/openapi.json', () => {
   })
 
   test('the NewPet component is the schema the service validates bodies with', async (t) => {
-    const { app, doc } = await fetchDocument(t)
-    const newPet = at(doc, 'components', 'schemas', 'NewPet')
+    const { app, exact } = await fetchDocument(t)
+    const newPet = at(exact, 'components', 'schemas', 'NewPet')
     assert.equal(newPet.additionalProperties, false)
     const name = at(newPet, 'properties', 'name')
     assert.equal(name.maxLength, 255)
     assert.equal(name.minLength, 1)
     assert.equal(name.pattern, '[^\\p{White_Space}]')
     // Byte for byte the route's schema, with the nested PetStatus hoisted to a $ref.
-    const source = JSON.parse(JSON.stringify(componentSchemas.NewPet)) as Obj
+    const source = structuredClone(componentSchemas.NewPet) as Obj
     at(source, 'properties').status = ref('PetStatus')
     assert.deepEqual(newPet, source)
 
     // What the document forbids, the service refuses.
     const forbidden: [Obj, string][] = [
       [{ name: 'Rex', categoryId: 1, colour: 'brown' }, "unknown field 'colour'"],
+      // A name as long as the body may be is cut short: the message stays within its maxLength.
+      [
+        { name: 'Rex', categoryId: 1, ['x'.repeat(60_000)]: 1 },
+        `unknown field '${'x'.repeat(64)}…'`,
+      ],
       [{ name: 'x'.repeat(256), categoryId: 1 }, "field 'name' must be 1 to 255 characters long"],
       [{ name: 'Rex' }, "missing required field 'categoryId'"],
     ]

@@ -1295,8 +1295,11 @@ describe('examples behind the properties', () => {
       ['limit=5&limit=5', "query parameter 'limit' must be an integer from 1 to 100"],
       ['status=SOLD', "query parameter 'status' must be one of: available, pending, sold"],
       ['status=sold&status=sold', "query parameter 'status' must be a string"],
-      ['cursor=abc', 'cursor is malformed: use the Link of the previous page'],
-      [`cursor=${cursorFor(1n)}%3D`, 'cursor is malformed: use the Link of the previous page'],
+      ['cursor=abc', "query parameter 'cursor' is malformed: use the Link of the previous page"],
+      [
+        `cursor=${cursorFor(1n)}%3D`,
+        "query parameter 'cursor' is malformed: use the Link of the previous page",
+      ],
       ['cursor=a&cursor=b', "query parameter 'cursor' must be a string"],
     ]
     for (const [qs, message] of cases) {

@@ -25,9 +25,9 @@ test('the README stays a front page: at most 250 lines, every docs page it links
 
 test('the README gives the two set-up commands, and CI runs the test one', () => {
   assert.match(readme, /```sh\nnpm ci && npm start\n```/)
-  assert.match(readme, /```sh\nnpm run system-deps && npm cit\n```/)
+  assert.match(readme, /```sh\nnpm run system-deps && npm install && npm test\n```/)
   const ci = readFileSync(new URL('../.ci/run', import.meta.url), 'utf8')
-  assert.match(ci, /^npm run system-deps && npm cit$/m)
+  assert.match(ci, /^npm run system-deps && npm install && npm test$/m)
 })
 
 test('no file speaks of how the project was made: figures name hardware, not development runs', () => {

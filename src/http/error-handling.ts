@@ -28,6 +28,11 @@ const TYPE_NAMES: Record<string, string> = {
   boolean: 'a boolean',
 }
 
+/** A field name from the body as a message repeats it: the whole body may be one long name. */
+const SHOWN_NAME_MAX = 64
+const shownName = (name: string) =>
+  name.length <= SHOWN_NAME_MAX ? name : `${name.slice(0, SHOWN_NAME_MAX)}…`
+
 /** A 400 message that names the offending field or parameter. */
 export function describeValidation(context: string, issue: ValidationIssue): string {
   const name = issue.instancePath.split('/').filter(Boolean).join('.')
@@ -45,7 +50,7 @@ export function describeValidation(context: string, issue: ValidationIssue): str
     case 'additionalProperties':
       return p.additionalProperty === 'id'
         ? `field 'id' must not be sent: the service assigns ids`
-        : `unknown field '${p.additionalProperty}'`
+        : `unknown field '${shownName(String(p.additionalProperty))}'`
     case 'type':
       return `${what} must be ${TYPE_NAMES[String(p.type)] ?? p.type}`
     case 'enum':

@@ -1,6 +1,7 @@
 // The OpenAPI 3.1 document, generated from the route schemas by @fastify/swagger.
 import swagger from '@fastify/swagger'
 import type { FastifyInstance } from 'fastify'
+import { stringify } from 'lossless-json'
 import { componentSchemas } from '../pets/schemas.js'
 
 export interface OpenApiOptions {
@@ -23,7 +24,10 @@ function hoistComponents(node: Json, titles: Set<string>, isRoot = true): Json {
   return out
 }
 
-/** Fastify sees header names in lower case; the document shows them as clients write them. */
+/**
+ * Fastify sees header names in lower case; the document shows them as clients write them. A
+ * response header whose schema says `x-required` (src/pets/responses.ts) becomes `required`.
+ */
 function headerCase(node: Json): Json {
   if (Array.isArray(node)) return node.map(headerCase)
   if (node === null || typeof node !== 'object') return node
@@ -35,6 +39,12 @@ function headerCase(node: Json): Json {
       /(^|-)([a-z])/g,
       (_m, dash: string, c: string) => dash + c.toUpperCase(),
     )
+  }
+  const schema = obj.schema as Record<string, Json> | undefined
+  if (schema?.['x-required'] === true) {
+    const { 'x-required': _required, ...rest } = out.schema as Record<string, Json>
+    out.schema = rest
+    out.required = true
   }
   return out
 }
@@ -79,11 +89,16 @@ export async function registerOpenApi(app: FastifyInstance, opts: OpenApiOptions
       const schemas = Object.fromEntries(
         Object.entries(componentSchemas).map(([name, schema]) => [
           name,
-          hoistComponents(JSON.parse(JSON.stringify(schema)), titles),
+          hoistComponents(structuredClone(schema), titles),
         ]),
       )
       return {
         ...doc,
+        // Both servers are for the public: clients on the internet call them.
+        servers: (doc.servers as Json[]).map((server) => ({
+          ...(server as object),
+          'x-internal': false,
+        })),
         paths: headerCase(
           hoistComponents(stripVersionPrefix(doc.paths as Record<string, Json>), titles),
         ),
@@ -102,7 +117,8 @@ export async function registerOpenApi(app: FastifyInstance, opts: OpenApiOptions
     '/v1/openapi.json',
     { config: { public: true, operation: 'openapi' }, schema: { hide: true } },
     async (_request, reply) => {
-      document ??= JSON.stringify(app.swagger())
+      // lossless-json writes the int64 bounds, which are BigInts, with every digit.
+      document ??= stringify(app.swagger()) as string
       reply.type('application/json; charset=utf-8')
       return document
     },

@@ -2,9 +2,9 @@
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 
-const SANE_REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/
+export const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:@-]{1,128}$/
 
 export function requestId(req: IncomingMessage): string {
   const incoming = req.headers['x-request-id']
-  return typeof incoming === 'string' && SANE_REQUEST_ID.test(incoming) ? incoming : randomUUID()
+  return typeof incoming === 'string' && REQUEST_ID_PATTERN.test(incoming) ? incoming : randomUUID()
 }

@@ -20,6 +20,9 @@ export const getPetSunset = {
   }).format(GETPET_SUNSET),
 }
 
+/** The `Link` every getPet response carries: the operation to use instead. */
+export const SUCCESSOR_LINK = '</v1/pets>; rel="successor-version"'
+
 export type DeprecationHeaders = Record<'deprecation' | 'sunset' | 'link', string>
 
 /** RFC 9745 `Deprecation: @<epoch-seconds>`, RFC 8594 `Sunset`, and the successor link. */
@@ -27,7 +30,7 @@ export function deprecationHeaders(deprecatedAt: Date): DeprecationHeaders {
   return {
     deprecation: `@${Math.floor(deprecatedAt.getTime() / 1000)}`,
     sunset: getPetSunset.httpDate,
-    link: '</v1/pets>; rel="successor-version"',
+    link: SUCCESSOR_LINK,
   }
 }
 

@@ -15,7 +15,6 @@
 // sends the same requests through both and compares status, headers and body byte for byte.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { TLSSocket } from 'node:tls'
-import fastJsonStringify from 'fast-json-stringify'
 import type { FastifyBaseLogger, FastifyError, FastifySchemaCompiler } from 'fastify'
 import type { Admitted, HotAuth } from '../auth/authenticate.js'
 import type { Clock } from '../clock.js'
@@ -24,6 +23,7 @@ import { toErrorBody } from '../http/error-handling.js'
 import { parseJsonBody } from '../http/json-body.js'
 import { requestId } from '../http/request-id.js'
 import { requestLineWriter } from '../http/request-log.js'
+import { compileSerializer } from '../http/serialization.js'
 import type { Metrics } from '../observability/metrics.js'
 import {
   type DataVersion,
@@ -205,7 +205,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
   // Compiled at the first create rather than at start-up (~4 ms).
   let serializePet: ((pet: PetRecord) => string) | undefined
   const petJson = (pet: PetRecord): string => {
-    serializePet ??= fastJsonStringify(Pet as never) as (pet: PetRecord) => string
+    serializePet ??= compileSerializer<PetRecord>(Pet)
     return serializePet(pet)
   }
   // What follows the request id, fixed for the process (the hooks' header names are distinct).

@@ -1,6 +1,7 @@
 // The `Link: <...>; rel="next"` of a list page, the same from the Fastify route and the hot path.
 
-const SAFE_HOST = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/
+// A DNS name (at most 253 characters) or a bracketed IPv6 address, with an optional port.
+const SAFE_HOST = /^[A-Za-z0-9.-]{1,253}(:\d{1,5})?$|^\[[0-9A-Fa-f:.]{2,45}\](:\d{1,5})?$/
 
 /**
  * `host` is the request's Host; one that cannot be trusted to form a URL gives way to

@@ -9,7 +9,7 @@ import type { NewPet as NewPetRecord } from '../storage/store.js'
 import { type DeprecatedCallCounter, getPetSunset, isSunset } from './deprecation.js'
 import { nextPageLink } from './next-link.js'
 import { ReadCache } from './read-cache.js'
-import { errorResponse, headers, withHeaders } from './responses.js'
+import { errorResponse, headers, operationResponses, withHeaders } from './responses.js'
 import { ListPetsQuery, NewPet, Pet, PetIdParams, Pets } from './schemas.js'
 import { newPetOf, type PetService } from './service.js'
 
@@ -59,15 +59,12 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
           'Returns animals in ascending id order. When more exist, the response carries `Link: <...>; rel="next"` with the full URL of the next page.',
         tags: ['animals'],
         querystring: ListPetsQuery,
-        response: {
-          200: withHeaders(Pets, 'A page of animals.', {
-            Link: headers.link,
-            ...headers.rateLimit,
-          }),
+        response: operationResponses({
+          200: withHeaders(Pets, 'A page of animals.', { Link: headers.link }),
           400: errorResponse('`limit`, `status` or `cursor` is invalid.'),
           401: errorResponse('API key missing or invalid.', headers.challenge),
           429: errorResponse('Rate limit exceeded.', headers.retryAfter),
-        },
+        }),
       },
     },
     async (request, reply) => {
@@ -105,11 +102,10 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
         tags: ['animals'],
         headers: IdempotencyHeaders,
         body: NewPet,
-        response: {
+        response: operationResponses({
           201: withHeaders(Pet, 'Animal added.', {
             Location: headers.location,
             'Idempotent-Replayed': headers.replayed,
-            ...headers.rateLimit,
           }),
           400: errorResponse('Body missing, required fields absent, or values invalid.'),
           401: errorResponse('API key missing or invalid.', headers.challenge),
@@ -121,7 +117,7 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
           415: errorResponse('Request body is not application/json.'),
           422: errorResponse('Idempotency-Key reused with a different body.'),
           429: errorResponse('Rate limit exceeded.', headers.retryAfter),
-        },
+        }),
       },
     },
     async (request, reply) => {
@@ -158,20 +154,17 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
         deprecated: true,
         tags: ['animals'],
         params: PetIdParams,
-        response: {
-          200: withHeaders(Pet, 'Animal found.', { ...headers.deprecation, ...headers.rateLimit }),
-          400: errorResponse('`petId` is not a 64-bit integer.', headers.deprecation),
-          401: errorResponse('API key missing or invalid.', {
-            ...headers.challenge,
-            ...headers.deprecation,
-          }),
-          404: errorResponse('No animal with that identifier.', headers.deprecation),
-          410: errorResponse('The operation is past its sunset.', headers.deprecation),
-          429: errorResponse('Rate limit exceeded.', {
-            ...headers.retryAfter,
-            ...headers.deprecation,
-          }),
-        },
+        response: operationResponses(
+          {
+            200: withHeaders(Pet, 'Animal found.', {}),
+            400: errorResponse('`petId` is not a 64-bit integer.'),
+            401: errorResponse('API key missing or invalid.', headers.challenge),
+            404: errorResponse('No animal with that identifier.'),
+            410: errorResponse('The operation is past its sunset.'),
+            429: errorResponse('Rate limit exceeded.', headers.retryAfter),
+          },
+          headers.deprecation,
+        ),
       },
     },
     async (request, reply) => {

@@ -3,10 +3,29 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox'
 import { type ErrorCode, errorCodes } from '../errors.js'
 import { type PetStatus as PetStatusValue, petStatuses } from '../storage/store.js'
+import { CURSOR_MALFORMED, MAX_CURSOR_LENGTH } from './cursor.js'
 
-/** A JSON integer in the int64 range; carried as BigInt in the service so no digit is lost. */
-export const Int64 = (options: { description?: string } = {}) =>
-  Type.Unsafe<bigint>({ type: 'integer', format: 'int64', ...options })
+export const INT64_MIN = -(2n ** 63n)
+export const INT64_MAX = 2n ** 63n - 1n
+
+/**
+ * A JSON integer in the int64 range; carried as BigInt in the service so no digit is lost. The
+ * bounds are BigInts too: the validator compares them exactly and the document is written with
+ * every digit (src/http/openapi.ts).
+ */
+export const Int64 = (options: { description?: string; minimum?: bigint } = {}) =>
+  Type.Unsafe<bigint>({
+    type: 'integer',
+    format: 'int64',
+    minimum: INT64_MIN,
+    maximum: INT64_MAX,
+    ...options,
+  })
+
+/** The most animals one page holds: the largest `limit`. */
+export const MAX_PAGE_SIZE = 100
+/** The longest `message` of an Error body; a name it repeats from the request is cut short. */
+export const MAX_ERROR_MESSAGE_LENGTH = 1024
 
 export const PetStatus = Type.Unsafe<PetStatusValue>({
   type: 'string',
@@ -37,15 +56,18 @@ export type NewPetBody = Static<typeof NewPet>
 
 export const Pet = Type.Object(
   {
-    id: Int64({ description: 'Unique identifier, assigned by the service on creation.' }),
+    id: Int64({
+      description: 'Unique identifier, assigned by the service on creation.',
+      minimum: 1n,
+    }),
     name: petName,
     categoryId: Int64({ description: 'Identifier of the category the animal belongs to.' }),
     status: Type.Optional(PetStatus),
   },
-  { title: 'Pet' },
+  { title: 'Pet', additionalProperties: false },
 )
 
-export const Pets = Type.Array(Pet, { title: 'Pets' })
+export const Pets = Type.Array(Pet, { title: 'Pets', maxItems: MAX_PAGE_SIZE })
 
 export const ErrorSchema = Type.Object(
   {
@@ -54,17 +76,26 @@ export const ErrorSchema = Type.Object(
       enum: [...errorCodes],
       description: 'Machine-readable error code.',
     }),
-    message: Type.String({ description: 'Human-readable description.' }),
-    status: Type.Integer({ description: 'The HTTP status code of the response.' }),
+    message: Type.String({
+      maxLength: MAX_ERROR_MESSAGE_LENGTH,
+      description: 'Human-readable description.',
+    }),
+    status: Type.Integer({
+      format: 'int32',
+      minimum: 400,
+      maximum: 599,
+      description: 'The HTTP status code of the response.',
+    }),
   },
-  { title: 'Error' },
+  { title: 'Error', additionalProperties: false },
 )
 
 export const ListPetsQuery = Type.Object({
   limit: Type.Optional(
     Type.Integer({
+      format: 'int32',
       minimum: 1,
-      maximum: 100,
+      maximum: MAX_PAGE_SIZE,
       default: 20,
       description: 'Maximum number of animals returned.',
     }),
@@ -72,6 +103,9 @@ export const ListPetsQuery = Type.Object({
   status: Type.Optional(PetStatus),
   cursor: Type.Optional(
     Type.String({
+      maxLength: MAX_CURSOR_LENGTH,
+      pattern: '^[A-Za-z0-9_-]+$',
+      'x-pattern-message': CURSOR_MALFORMED,
       description: 'Opaque position from the `Link: rel="next"` header of the previous page.',
     }),
   ),

@@ -4,7 +4,10 @@ import { describe, test } from 'node:test'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { AsyncWriteBatcher, GATHER_LIMIT } from '../../src/storage/async-write-batcher.js'
 
-/** A batcher whose commits are recorded and end only when the test says so. */
+/**
+ * A batcher whose commits are recorded and end only when the test says so. Its gathers end by
+ * turns alone: on a busy machine GATHER_MS may pass between two turns.
+ */
 function manualBatcher() {
   const batches: string[][] = []
   const pending: (() => void)[] = []
@@ -14,6 +17,7 @@ function manualBatcher() {
         batches.push(items)
         pending.push(() => resolve(items.map((item) => `${item}!`)))
       }),
+    60_000,
   )
   /** Ends the oldest commit in flight. */
   const endCommit = () => pending.shift()!()

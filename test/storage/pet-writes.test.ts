@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import Database from 'better-sqlite3'
+import type BetterSqlite3 from 'better-sqlite3'
+import { Database } from '../../src/storage/sqlite/driver.js'
 import { migrateSqlite } from '../../src/storage/sqlite/migrate.js'
 import { type CreateItem, createTransaction } from '../../src/storage/sqlite/pet-writes.js'
 
-async function migrated(): Promise<Database.Database> {
+async function migrated(): Promise<BetterSqlite3.Database> {
   const db = new Database(':memory:')
   db.defaultSafeIntegers(true)
   await migrateSqlite(db)

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import Database from 'better-sqlite3'
+import type BetterSqlite3 from 'better-sqlite3'
 import { Kysely, Migrator, SqliteDialect } from 'kysely'
+import { Database } from '../../src/storage/sqlite/driver.js'
 import { sqliteMigrations } from '../../src/storage/sqlite/migrations.js'
 import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
 import { tempDir } from '../support/app.js'
@@ -109,7 +110,7 @@ test('sqlite migration 002: pets rebuilt with the same rows, counter, index and 
   }
 })
 
-const insert2 = (db: Database.Database) =>
+const insert2 = (db: BetterSqlite3.Database) =>
   db.prepare('INSERT INTO pets (name, category_id, status, created_at) VALUES (?, ?, ?, ?)')
 
 test('sqlite migration 002: a broken foreign key already there stops it and changes nothing', async (t) => {

@@ -1,10 +1,15 @@
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import Database from 'better-sqlite3'
+import { Database, SQLITE_DRIVER } from '../../src/storage/sqlite/driver.js'
 import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
 import { tempDir } from '../support/app.js'
 import { storeContract } from './store-contract.js'
+
+const require = createRequire(import.meta.url)
 
 storeContract('sqlite', async (t, opts) => {
   const store = await openSqliteStore(join(tempDir(t), 'store.db'), opts)
@@ -93,4 +98,32 @@ test('sqlite: getPetJsonAt reads the data as of the version given, whoever commi
     store.getPetJsonAt(4n, store.dataVersion().pets),
     '{"id":4,"name":"fourth","categoryId":2,"status":"sold"}',
   )
+})
+
+test('sqlite: a start that finds the file locked past busy_timeout tries again', async (t) => {
+  // Another process holds a new (rollback-journal) file's write lock for 6 s: the switch to WAL
+  // waits 5 s (busy_timeout), gets SQLITE_BUSY, and the next attempt gets the lock.
+  const path = join(tempDir(t), 'store.db')
+  const holder = spawn(
+    process.execPath,
+    [
+      '-e',
+      `const db = new (require(${JSON.stringify(require.resolve(SQLITE_DRIVER))}))(${JSON.stringify(path)})
+       db.exec('BEGIN EXCLUSIVE; CREATE TABLE held (x)')
+       console.log('locked')
+       setTimeout(() => { db.exec('COMMIT'); db.close() }, 6000)`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  )
+  t.after(() => holder.kill())
+  await once(holder.stdout, 'data')
+  const started = performance.now()
+  const store = await openSqliteStore(path)
+  t.after(() => store.close())
+  assert.ok(performance.now() - started > 5000, 'it waited for the lock')
+  assert.deepEqual(await store.createPet({ name: 'a', categoryId: 1n }), {
+    id: 1n,
+    name: 'a',
+    categoryId: 1n,
+  })
 })

@@ -3,8 +3,8 @@
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import Database from 'better-sqlite3'
 import { openDatabase } from '../../src/storage/sqlite/connection.js'
+import { Database } from '../../src/storage/sqlite/driver.js'
 import { WalIndexVersion } from '../../src/storage/sqlite/wal-index-version.js'
 import { tempDir } from '../support/app.js'
 

@@ -3,7 +3,6 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { TestContext } from 'node:test'
-import Database from 'better-sqlite3'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import pg from 'pg'
 import { buildApp } from '../../src/app.js'
@@ -11,8 +10,10 @@ import { createApiKey } from '../../src/auth/api-keys.js'
 import { type Clock, manualClock } from '../../src/clock.js'
 import { type Config, configWith } from '../../src/config.js'
 import { openPostgresStore } from '../../src/storage/postgres/postgres-store.js'
+import { Database } from '../../src/storage/sqlite/driver.js'
 import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
 import type { Store } from '../../src/storage/store.js'
+import { Conformance } from './conformance.js'
 import { freshPostgresUrl, TEST_STORE } from './postgres.js'
 
 export interface TestApp {
@@ -113,9 +114,26 @@ export async function testApp(t: TestContext, opts: TestAppOptions = {}): Promis
   })
   await app.ready()
   t.after(() => app.close())
+  await checkEveryResponse(app)
   const call = (o: InjectOptions) =>
     app.inject({ ...o, headers: { authorization: `Bearer ${key}`, ...o.headers } })
   return { app, store, clock, config, key, keyId: record.id, dir, call, sql }
+}
+
+const checkers = new Map<string, Conformance>()
+
+/** Makes `app.inject` check each response against the document the app serves. */
+async function checkEveryResponse(app: FastifyInstance): Promise<void> {
+  const doc = (await app.inject({ method: 'GET', url: '/v1/openapi.json' })).body
+  let checker = checkers.get(doc)
+  if (checker === undefined) {
+    checker = new Conformance(JSON.parse(doc))
+    checkers.set(doc, checker)
+  }
+  const inject = app.inject.bind(app)
+  const checked = checker.wrap((o) => inject(o))
+  app.inject = ((o?: InjectOptions | string) =>
+    typeof o === 'object' ? checked(o) : inject(o as never)) as typeof app.inject
 }
 
 export function json(res: LightMyRequestResponse): unknown {

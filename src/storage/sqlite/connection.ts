@@ -1,12 +1,13 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
-import Database from 'better-sqlite3'
+import type BetterSqlite3 from 'better-sqlite3'
+import { Database } from './driver.js'
 
 /**
  * Opens a connection to the store's file with the settings every connection of the service uses.
  * `create: false` for a second connection, which must find the file the first one made.
  */
-export function openDatabase(path: string, opts: { create: boolean }): Database.Database {
+export function openDatabase(path: string, opts: { create: boolean }): BetterSqlite3.Database {
   if (opts.create && path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
   const db = new Database(path, { fileMustExist: !opts.create })
   // First, so that switching a new file to WAL waits for another process doing the same.

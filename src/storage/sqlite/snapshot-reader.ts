@@ -16,7 +16,8 @@
 //
 // Why a connection of its own: a transaction left open on the main connection would take in the
 // writes run there (keys, idempotency claims) and defer their commit. This one cannot write.
-import Database from 'better-sqlite3'
+import type BetterSqlite3 from 'better-sqlite3'
+import { Database } from './driver.js'
 import { PET_JSON_BY_ID } from './pet-row.js'
 
 /**
@@ -27,10 +28,10 @@ import { PET_JSON_BY_ID } from './pet-row.js'
 const CACHE_KIB = 4096
 
 export class SnapshotReader {
-  private readonly db: Database.Database
-  private readonly begin: Database.Statement
-  private readonly commit: Database.Statement
-  private readonly petJsonById: Database.Statement<[bigint], string>
+  private readonly db: BetterSqlite3.Database
+  private readonly begin: BetterSqlite3.Statement
+  private readonly commit: BetterSqlite3.Statement
+  private readonly petJsonById: BetterSqlite3.Statement<[bigint], string>
   /** The version the open transaction was opened at; null when none is open. */
   private openAt: number | null = null
   private endScheduled = false

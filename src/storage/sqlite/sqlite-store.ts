@@ -1,3 +1,4 @@
+import { setTimeout } from 'node:timers/promises'
 import type Database from 'better-sqlite3'
 import {
   type ApiKeyRow,
@@ -31,6 +32,31 @@ import { SnapshotReader } from './snapshot-reader.js'
 import { WalIndexVersion } from './wal-index-version.js'
 import { SqliteWriter } from './writer.js'
 
+const BUSY_ATTEMPTS = 5
+
+/**
+ * A connection to the file with the schema up to date. Where waiting could deadlock (two
+ * connections each holding a read lock and wanting the write lock), SQLite answers SQLITE_BUSY at
+ * once instead of waiting out busy_timeout; processes starting together on a new file can meet
+ * that. Switching to WAL and the migrations are idempotent, so the loser tries again.
+ */
+async function openMigrated(path: string): Promise<Database.Database> {
+  for (let attempt = 1; ; attempt++) {
+    let db: Database.Database | undefined
+    try {
+      db = openDatabase(path, { create: true })
+      await migrateSqlite(db)
+      return db
+    } catch (err) {
+      db?.close()
+      const code = (err as { code?: unknown }).code
+      const busy = typeof code === 'string' && code.startsWith('SQLITE_BUSY')
+      if (!busy || attempt === BUSY_ATTEMPTS) throw err
+      await setTimeout(20 * attempt)
+    }
+  }
+}
+
 /**
  * Opens the store: one connection on the main thread for reads and rare writes (keys,
  * idempotency claims), and a writer thread with its own connection for the creates. An in-memory
@@ -43,13 +69,7 @@ export async function openSqliteStore(
   const cap = new IdempotencyCap(
     opts.idempotencyKeysPerApiKey ?? DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY,
   )
-  const db = openDatabase(path, { create: true })
-  try {
-    await migrateSqlite(db)
-  } catch (err) {
-    db.close()
-    throw err
-  }
+  const db = await openMigrated(path)
   if (path === ':memory:') return new SqliteStore(db, null, null, null, cap)
   const file = DatabaseFile.opened(path)
   const walIndex = WalIndexVersion.open(path)
