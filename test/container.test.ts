@@ -8,11 +8,11 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
-import { type AddressInfo, createServer } from 'node:net'
 import { join } from 'node:path'
 import { before, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
+import { freePort } from './support/process.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '')
 const PACKAGE = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
@@ -105,14 +105,6 @@ async function publishedPort(container: string, port: number): Promise<number> {
   const m = /^127\.0\.0\.1:(\d+)$/m.exec(out)
   assert.ok(m, `no port published for ${container}:${port}: ${out}`)
   return Number(m[1])
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise((resolve) => server.close(resolve))
-  return port
 }
 
 /** Polls `probe` until it returns a value, failing with `describe()` after `timeoutMs`. */

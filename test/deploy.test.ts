@@ -19,7 +19,6 @@ import {
 import type { IncomingHttpHeaders } from 'node:http'
 import http2 from 'node:http2'
 import https from 'node:https'
-import { type AddressInfo, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
@@ -28,7 +27,7 @@ import { fileURLToPath } from 'node:url'
 import { NODE_FLAGS as BENCH_NODE_FLAGS } from '../bench/service.js'
 import { duration, loadConfig } from '../src/config.js'
 import { LISTENING_BANNER, METRICS_BANNER } from '../src/server.js'
-import { type StartedService, startService } from './support/process.js'
+import { freePort, type StartedService, startService } from './support/process.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '')
 const DEPLOY = join(ROOT, 'deploy')
@@ -160,14 +159,6 @@ function launch(
       settle()
     })
   return { child, output: () => output, waitFor, exited }
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise((resolve) => server.close(resolve))
-  return port
 }
 
 // ---------------------------------------------------------------- systemd units

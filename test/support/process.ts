@@ -1,10 +1,20 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { type AddressInfo, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { TestContext } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { LISTENING_BANNER, METRICS_BANNER } from '../../src/server.js'
+
+/** A loopback port free now, for a program that must be told its port before it starts. */
+export async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
 
 /** The test's environment without any setting of the service, so only what a test sets applies. */
 export function baseEnv(): NodeJS.ProcessEnv {
