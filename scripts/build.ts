@@ -39,7 +39,10 @@ function inputsDigest(): string {
       .map((name) => join(ROOT, 'src', name))
       .filter((file) => statSync(file).isFile()),
     join(ROOT, 'scripts', 'build.ts'),
+    // The bundle holds package.json's version (`petstore --version`); esbuild reads tsconfig.json.
+    join(ROOT, 'package.json'),
     join(ROOT, 'package-lock.json'),
+    join(ROOT, 'tsconfig.json'),
   ].sort()
   const hash = createHash('sha256')
   for (const file of files) hash.update(`${relative(ROOT, file)}\0`).update(readFileSync(file))

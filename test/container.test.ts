@@ -20,7 +20,7 @@ const PACKAGE = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as 
   license: string
 }
 const CONTAINERFILE = readFileSync(join(ROOT, 'Containerfile'), 'utf8')
-/** Podman's settings for this machine (runc, no ulimits), so /etc needs no hand edits. */
+/** Podman's settings for the test (runc, no default ulimits), so /etc needs no hand edits. */
 const ENV: NodeJS.ProcessEnv = {
   ...process.env,
   CONTAINERS_CONF: join(ROOT, 'test/support/containers.conf'),
@@ -128,7 +128,7 @@ async function logs(container: string): Promise<string> {
   return `logs of ${container}:\n${r.stdout}${r.stderr}`
 }
 
-/** Why the run cannot start: podman missing, or unable to run containers on this machine. */
+/** Why the run cannot start: podman missing, or unable to run containers on this host. */
 async function assertPodmanRuns(): Promise<void> {
   const info = await run(['podman', 'info', '--format', '{{.Host.OCIRuntime.Name}}']).catch(
     (err: NodeJS.ErrnoException) => {
@@ -140,19 +140,19 @@ async function assertPodmanRuns(): Promise<void> {
   assert.equal(
     info.code,
     0,
-    `podman cannot run on this machine (it needs root, or user namespaces with subuid/subgid): ${info.stderr}`,
+    `podman cannot run containers here (it needs root, or user namespaces with subuid/subgid): ${info.stderr}`,
   )
   assert.equal(info.stdout, 'runc\n', 'test/support/containers.conf selects runc')
 }
 
 // ---------------------------------------------------------------- images
 
-/** The stand-ins of the official images this machine cannot pull, made once and then reused. */
+/** Stand-ins of the official images, for hosts without a registry: made once, then reused. */
 function standIns(names: string[]): Promise<string> {
   return ok(['sh', join(ROOT, 'scripts/base-image.sh'), ...names], { timeoutMs: 15 * MINUTE })
 }
 
-/** npm's CA bundle on this machine, given to npm in the build (a TLS-inspecting proxy's, say). */
+/** The host's CA bundle, given to npm in the build (a TLS-inspecting proxy's, say). */
 async function npmCaBundle(): Promise<string | null> {
   const configured = (await ok(['npm', 'config', 'get', 'cafile'], { env: process.env })).trim()
   if (configured !== '' && configured !== 'null' && existsSync(configured)) return configured

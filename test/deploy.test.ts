@@ -409,7 +409,7 @@ describe('deploy/petstore.service and deploy/petstore@.service', { concurrency: 
 
   test('systemd-analyze verify accepts both units, and rates their sandbox exposure low', (t) => {
     const analyze = tool('systemd-analyze')
-    // verify checks that ExecStart's program exists: point it at this machine's node.
+    // verify checks that ExecStart's program exists: point it at the node running the test.
     const dir = tempDir(t)
     for (const name of ['petstore.service', 'petstore@.service']) {
       const text = readFileSync(join(DEPLOY, name), 'utf8')

@@ -3,7 +3,7 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox'
 import { type ErrorCode, errorCodes } from '../errors.js'
 import { type PetStatus as PetStatusValue, petStatuses } from '../storage/store.js'
-import { CURSOR_MALFORMED, MAX_CURSOR_LENGTH } from './cursor.js'
+import { CURSOR_MALFORMED, CURSOR_PATTERN, MAX_CURSOR_LENGTH } from './cursor.js'
 
 export const INT64_MIN = -(2n ** 63n)
 export const INT64_MAX = 2n ** 63n - 1n
@@ -104,7 +104,7 @@ export const ListPetsQuery = Type.Object({
   cursor: Type.Optional(
     Type.String({
       maxLength: MAX_CURSOR_LENGTH,
-      pattern: '^[A-Za-z0-9_-]+$',
+      pattern: CURSOR_PATTERN,
       'x-pattern-message': CURSOR_MALFORMED,
       description: 'Opaque position from the `Link: rel="next"` header of the previous page.',
     }),

@@ -22,16 +22,21 @@ const MESSAGES: readonly (readonly [code: string, message: string])[] = [
   [FILE_REPLACED, REPLACED_MESSAGE],
 ]
 
+/** Whether `err` carries the SQLite (or system) error `code` or one of its extended codes. */
+export function hasCode(err: unknown, code: string): boolean {
+  const own = (err as { code?: unknown } | null)?.code
+  return typeof own === 'string' && (own === code || own.startsWith(`${code}_`))
+}
+
 /**
  * A StorageUnavailableError for a fault of the disk or the file, with a fixed message (SQLite's own
  * goes to the log as the cause, never to a client); anything else is returned as it was.
  */
 export function unavailableOr(err: unknown): unknown {
   if (err instanceof StorageUnavailableError) return err
-  const code = (err as { code?: unknown } | null)?.code
-  if (typeof code !== 'string') return err
   for (const [prefix, message] of MESSAGES) {
-    if (code === prefix || code.startsWith(`${prefix}_`)) {
+    if (hasCode(err, prefix)) {
+      const code = (err as { code: string }).code
       // The code beside the message, so that the log tells e.g. a failed sync from a failed write.
       return Object.assign(new StorageUnavailableError(message, 1, { cause: err }), { code })
     }

@@ -24,7 +24,7 @@ import type {
   StoreStats,
 } from '../store.js'
 import { openDatabase } from './connection.js'
-import { DatabaseFile, FILE_REPLACED, unavailableOr, writeProbe } from './faults.js'
+import { DatabaseFile, FILE_REPLACED, hasCode, unavailableOr, writeProbe } from './faults.js'
 import { migrateSqlite } from './migrate.js'
 import { PET_BY_ID, PET_JSON_BY_ID, type PetRow, toPet } from './pet-row.js'
 import { type CreateItem, createTransaction, petInserter } from './pet-writes.js'
@@ -49,9 +49,7 @@ async function openMigrated(path: string): Promise<Database.Database> {
       return db
     } catch (err) {
       db?.close()
-      const code = (err as { code?: unknown }).code
-      const busy = typeof code === 'string' && code.startsWith('SQLITE_BUSY')
-      if (!busy || attempt === BUSY_ATTEMPTS) throw err
+      if (!hasCode(err, 'SQLITE_BUSY') || attempt === BUSY_ATTEMPTS) throw err
       await setTimeout(20 * attempt)
     }
   }
