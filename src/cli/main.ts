@@ -106,17 +106,21 @@ async function serve(opts: { workers?: number }): Promise<void> {
   if (cluster.isWorker) return runWorker(cfg)
   const workers = opts.workers ?? cfg.workers
   if (workers > 1) return runPrimary(cfg, workers, process.stdout)
-  const server = await startServer(cfg, process.stdout)
-  // A repeated signal must not end the drain: a terminal's Ctrl-C reaches npm and node alike, and
-  // `npm start` then forwards its own copy to node.
+  const started = startServer(cfg, process.stdout)
+  // Listening before the start-up line is printed: a supervisor may signal as soon as it reads it,
+  // and without a listener the signal would end the process at once. One that comes during the
+  // start drains once started. A repeated signal must not end the drain: a terminal's Ctrl-C
+  // reaches npm and node alike, and `npm start` then forwards its own copy to node.
   let draining = false
   const onSignal = (signal: NodeJS.Signals) => {
     if (draining) return
     draining = true
-    drainAndExit(server, cfg, signal)
+    // A start that fails is reported by the `await` below.
+    started.then((server) => drainAndExit(server, cfg, signal), () => {})
   }
   process.on('SIGTERM', onSignal)
   process.on('SIGINT', onSignal)
+  await started
 }
 
 function buildProgram(): Command {
