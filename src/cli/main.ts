@@ -116,7 +116,10 @@ async function serve(opts: { workers?: number }): Promise<void> {
     if (draining) return
     draining = true
     // A start that fails is reported by the `await` below.
-    started.then((server) => drainAndExit(server, cfg, signal), () => {})
+    started.then(
+      (server) => drainAndExit(server, cfg, signal),
+      () => {},
+    )
   }
   process.on('SIGTERM', onSignal)
   process.on('SIGINT', onSignal)
