@@ -1,6 +1,7 @@
 // Builds the HTTP application from its dependencies; listening is left to the caller, so tests
 // build a fresh app per test and drive it in-process.
 import type { IncomingMessage, Server } from 'node:http'
+import type { Http2SecureServer } from 'node:http2'
 import type { Socket } from 'node:net'
 import { Readable } from 'node:stream'
 import Fastify, {
@@ -16,8 +17,14 @@ import type { Config } from './config.js'
 import { ApiError, errorBody } from './errors.js'
 import { registerCors } from './http/cors.js'
 import { docsPage } from './http/docs-page.js'
+import { restOfBodyDiscarded } from './http/early-answer.js'
 import { edgeViolation, unsupportedContentEncoding } from './http/edge.js'
-import { handleClientError, registerErrorHandling } from './http/error-handling.js'
+import {
+  answerStalledStream,
+  handleClientError,
+  registerErrorHandling,
+} from './http/error-handling.js'
+import { registerForwarding } from './http/forwarded.js'
 import { frontDoor } from './http/front-door.js'
 import { healthRoutes } from './http/health.js'
 import { isAcceptedJsonCharset, parseJsonBody } from './http/json-body.js'
@@ -32,6 +39,7 @@ import {
   tlsServerOptions,
   transportHeaders,
 } from './http/tls.js'
+import { enforceHttp2Limits, http1Limits } from './http/transport-limits.js'
 import { createValidatorCompiler } from './http/validation.js'
 import './http/types.js'
 import { Metrics } from './observability/metrics.js'
@@ -64,21 +72,6 @@ export interface AppDependencies {
 }
 
 export const BODY_LIMIT_BYTES = 64 * 1024
-/**
- * Node's HTTP server options. Node cuts a request only with headersTimeout at most its
- * requestTimeout, and looks for one past its time every connectionsCheckingInterval (by default
- * 30 s, up to twice the timeout). Its own 400 for a missing Host has an empty body: the edge
- * check answers that instead.
- */
-function nodeServerOptions(requestTimeoutMs: number) {
-  return {
-    requestTimeout: requestTimeoutMs,
-    headersTimeout: requestTimeoutMs,
-    connectionsCheckingInterval: Math.min(1000, Math.ceil(requestTimeoutMs / 20)),
-    requireHostHeader: false,
-  }
-}
-
 const IDEMPOTENCY_PURGE_INTERVAL_MS = 60 * 60 * 1000
 
 export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
@@ -88,7 +81,12 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     throw new Error('rateLimitStore is redis but no Redis client was given to buildApp')
   }
   const transport = transportHeaders(deps.tls, config.hstsMaxAgeSeconds)
-  const serverOptions = nodeServerOptions(config.requestTimeoutMs)
+  const limits = {
+    requestTimeoutMs: config.requestTimeoutMs,
+    keepAliveTimeoutMs: config.keepAliveTimeoutMs,
+  }
+  // Node's own 400 for a missing Host has an empty body: the edge check answers that instead.
+  const serverOptions = { ...http1Limits(limits), requireHostHeader: false }
   // Requests answered while their body was still arriving (a 413, a 401): a timeout of that body
   // ends the connection without a second answer.
   const answeredEarly = new WeakMap<Socket, IncomingMessage>()
@@ -98,9 +96,11 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     logController: new RequestLogController(),
     genReqId: requestId,
     bodyLimit: BODY_LIMIT_BYTES,
-    trustProxy: config.trustProxy,
+    // Off: request.ip, host and protocol follow forwarded.ts instead (registerForwarding).
+    trustProxy: false,
     routerOptions: { maxParamLength: 1000 },
     requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
     http: serverOptions,
     forceCloseConnections: 'idle',
     // Fastify's own 503 while closing has a body outside the Error schema; requests that still
@@ -116,9 +116,14 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
         // The framework's message repeats the whole URL, at any length: say what is wrong instead.
         .send(errorBody('invalid_request', 'the request URL is malformed'))
     },
-    ...tlsServerOptions(deps.tls, serverOptions),
+    ...tlsServerOptions(deps.tls, serverOptions, limits),
   })
-  if (deps.tls?.http2) closeHttp2SessionsOnClose(app)
+  registerForwarding(app, config.trustProxy)
+  if (deps.tls?.http2) {
+    const server = app.server as unknown as Http2SecureServer
+    enforceHttp2Limits(server, limits, (stream) => answerStalledStream(stream, transport))
+    closeHttp2SessionsOnClose(app)
+  }
 
   const compileValidator = createValidatorCompiler()
   app.setValidatorCompiler(compileValidator)
@@ -167,6 +172,11 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     const labels = { operation, method: request.method, status: reply.statusCode }
     metrics.requestCompleted(labels, reply.elapsedTime / 1000)
     if (!request.raw.complete) answeredEarly.set(request.raw.socket, request.raw)
+  })
+  app.addHook('onSend', (request, reply, payload, done) => {
+    const discarding = restOfBodyDiscarded(request.raw, reply.getHeader('connection'))
+    if (discarding === undefined) done(null, payload)
+    else discarding.then(() => done(null, payload))
   })
 
   await registerCors(app, config.corsOrigins)

@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { durationParser } from './duration.js'
+import { compileTrust, type TrustProxy } from './http/forwarded.js'
 import { GETPET_SUNSET } from './pets/deprecation.js'
 import { DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY } from './storage/idempotency-cap.js'
 
@@ -32,11 +33,14 @@ export interface Config {
   authFailureWindowMs: number
   /** Idempotency records kept per API key; past it the oldest completed ones go. */
   idempotencyKeysPerApiKey: number
-  trustProxy: boolean
+  /** Which peers' X-Forwarded-* headers are read (src/http/forwarded.ts). */
+  trustProxy: TrustProxy
   /** Answer plain list and get requests ahead of Fastify (src/pets/hot-path.ts). */
   hotPath: boolean
   /** A request's headers and body must arrive within this, or it is answered 408. */
   requestTimeoutMs: number
+  /** An idle connection (HTTP/1.1 keep-alive, an HTTP/2 session with no stream) closes after this. */
+  keepAliveTimeoutMs: number
   shutdownTimeoutMs: number
   drainDelayMs: number
   /** Paths of a PEM certificate and key; with both, the API speaks HTTPS. */
@@ -87,6 +91,14 @@ export const duration: Parser<number> = (raw) => {
   if (ms === null) throw new Error()
   return ms
 }
+
+const durationBetween =
+  (minMs: number, maxMs: number): Parser<number> =>
+  (raw) => {
+    const ms = duration(raw)
+    if (ms < minMs || ms > maxMs) throw new Error()
+    return ms
+  }
 
 const instant: Parser<Date> = (raw) => {
   // An ISO 8601 instant with an explicit zone, so the meaning never depends on the machine's TZ.
@@ -174,6 +186,25 @@ const logFormat: Parser<Config['logFormat']> = (raw) => {
   const format = logFormats.find((f) => f === raw)
   if (!format) throw new Error()
   return format
+}
+
+/** Longest chain of proxies a hop count may name. */
+const MAX_PROXY_HOPS = 64
+
+const trustProxy: Parser<TrustProxy> = (raw) => {
+  if (raw === 'true') return true
+  if (raw === 'false') return false
+  if (/^[0-9]+$/.test(raw)) {
+    const hops = integer(0, MAX_PROXY_HOPS)(raw)
+    return hops === 0 ? false : hops
+  }
+  const ranges = raw
+    .split(',')
+    .map((r) => r.trim())
+    .filter((r) => r !== '')
+  if (ranges.length === 0) throw new Error()
+  compileTrust(ranges)
+  return ranges
 }
 
 const text: Parser<string> = (raw) => {
@@ -362,10 +393,10 @@ export const settings = [
     key: 'trustProxy',
     env: 'PETSTORE_TRUST_PROXY',
     default: 'false',
-    accepts: '`true` or `false`',
+    accepts: `\`false\`, a number of proxy hops from 1 to ${MAX_PROXY_HOPS}, comma-separated proxy addresses or CIDRs (or \`loopback\`, \`linklocal\`, \`uniquelocal\`), or \`true\``,
     description:
-      'Trust `X-Forwarded-*` headers (client address, protocol, host) from a reverse proxy.',
-    parse: boolean,
+      'Which peers are proxies whose `X-Forwarded-For`, `-Proto` and `-Host` are read: the client address (failed-authentication limit, logs), protocol and host (`Link`) come from the last hop reached, walking from the right while hops are trusted. `true` trusts every peer, so behind a proxy that appends to `X-Forwarded-For` a client chooses its own address.',
+    parse: trustProxy,
   },
   {
     key: 'hotPath',
@@ -383,11 +414,16 @@ export const settings = [
     accepts: 'a duration from `1s` to `10m`',
     description:
       'Longest time a request (headers and body) may take to arrive; past it the answer is `408` and the connection closes.',
-    parse: (raw) => {
-      const ms = duration(raw)
-      if (ms < 1000 || ms > 600_000) throw new Error()
-      return ms
-    },
+    parse: durationBetween(1000, 600_000),
+  },
+  {
+    key: 'keepAliveTimeoutMs',
+    env: 'PETSTORE_KEEP_ALIVE_TIMEOUT',
+    default: '72s',
+    accepts: 'a duration from `1s` to `10m`',
+    description:
+      'How long an idle connection (HTTP/1.1 keep-alive, or an HTTP/2 session with no open stream) stays open; keep it above the idle timeout of any proxy in front.',
+    parse: durationBetween(1000, 600_000),
   },
   {
     key: 'shutdownTimeoutMs',

@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Redis } from 'ioredis'
 import { buildApp } from './app.js'
 import { createApiKey, generateApiKey } from './auth/api-keys.js'
+import { openRedis } from './auth/redis.js'
 import { type Clock, clockStartingAt, systemClock } from './clock.js'
 import type { Config } from './config.js'
 import { loadTls } from './http/tls.js'
@@ -34,52 +35,6 @@ export interface RunningServer {
 /** How the start-up lines begin, the API's and the metrics listener's, each before its URL. */
 export const LISTENING_BANNER = 'petstore listening on'
 export const METRICS_BANNER = 'petstore metrics on'
-
-/** A Redis that does not answer within these bounds counts as down: requests go unlimited. */
-const REDIS_CONNECT_TIMEOUT_MS = 2000
-const REDIS_COMMAND_TIMEOUT_MS = 1000
-
-/**
- * The client of the shared rate-limit counters. It fails fast rather than queueing while Redis is
- * away (the limiter then serves requests unlimited), reconnects by itself with ioredis's back-off,
- * and reports each outage once on stderr. The start waits for the first connection, or its
- * failure, so the first requests are already counted; Redis being down does not stop the start.
- */
-export async function openRedis(url: string, err: NodeJS.WritableStream): Promise<Redis> {
-  // Loaded only when asked for: most deployments count in memory.
-  const { Redis } = await import('ioredis')
-  const redis = new Redis(url, {
-    connectTimeout: REDIS_CONNECT_TIMEOUT_MS,
-    commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
-    maxRetriesPerRequest: 1,
-    enableOfflineQueue: false,
-  })
-  let down = false
-  redis.on('error', (e: Error) => {
-    if (down) return
-    down = true
-    err.write(
-      `petstore: rate-limit store (Redis) unreachable: ${e.message}; requests are served without rate limits until it returns\n`,
-    )
-  })
-  redis.on('ready', () => {
-    if (!down) return
-    down = false
-    err.write('petstore: rate-limit store (Redis) reachable again\n')
-  })
-  await new Promise<void>((resolve) => {
-    const settled = () => {
-      clearTimeout(timer)
-      redis.off('ready', settled)
-      redis.off('error', settled)
-      resolve()
-    }
-    const timer = setTimeout(settled, REDIS_CONNECT_TIMEOUT_MS + 500)
-    redis.once('ready', settled)
-    redis.once('error', settled)
-  })
-  return redis
-}
 
 /** How often a closing server looks for connections that have gone idle, to close them. */
 const IDLE_SWEEP_MS = 50

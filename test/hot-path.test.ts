@@ -329,7 +329,6 @@ describe('the hot path answers as the routes do', () => {
       { path: '/v1/pets?status=pending', hot: true },
       { path: '/v1/pets?limit=100', hot: true },
       { path: '/v1/pets?limit=5', headers: { 'x-request-id': 'client.id:7@x' }, hot: true },
-      { path: '/v1/pets?limit=5', headers: { host: 'example.com:99999999' }, hot: true },
       { path: '/v1/pets?limit=5', headers: { 'x-forwarded-host': 'ignored.example' }, hot: true },
       { path: '/v1/pets/1', hot: true },
       { path: '/v1/pets/4', hot: true },
@@ -368,6 +367,8 @@ describe('the hot path answers as the routes do', () => {
       [{ path: '/v1/pets?limit=5', headers: { authorization: 'Bearer nope' }, hot: false }, 401],
       [{ path: '/v1/pets/1', headers: { authorization: 'Basic eDp5' }, hot: false }, 401],
       [{ path: '/v1/pets?limit=5', headers: { 'content-length': '0' }, hot: false }, 200],
+      [{ path: '/v1/pets?limit=5', headers: { host: 'example.com:99999999' }, hot: false }, 400],
+      [{ path: '/v1/pets/1', headers: { host: '-evil' }, hot: false }, 400],
     ]
     for (const [c, status] of byFastify) {
       assert.equal((await same(p, c)).status, status, `${c.method ?? 'GET'} ${c.path}`)
@@ -664,5 +665,30 @@ describe('the hot path answers as the routes do', () => {
     p.draining.on = false
     p.clock.set(new Date('2030-12-05T00:00:00Z'))
     assert.equal((await same(p, { path: '/v1/pets/1', hot: false })).status, 410)
+  })
+
+  test('behind a trusted proxy, forwarded lists and gets are the hot path’s, with the routes’ Link and client address', async (t) => {
+    const p = await pair(t, { trustProxy: ['127.0.0.1'] })
+    await seed(p, 10)
+    const forwarded = {
+      'x-forwarded-for': '198.51.100.7, 203.0.113.9',
+      'x-forwarded-proto': 'https',
+      'x-forwarded-host': 'public.example',
+    }
+    const clientOf = () => JSON.parse(p.plain.logs.at(-1)!).remoteAddress
+    const list = await same(p, { path: '/v1/pets?limit=5', headers: forwarded, hot: true })
+    assert.equal(
+      list.headers.find(([k]) => k === 'link')![1],
+      '<https://public.example/v1/pets?limit=5&cursor=djE6NQ>; rel="next"',
+    )
+    assert.equal(clientOf(), '203.0.113.9')
+    assert.equal((await same(p, { path: '/v1/pets/1', headers: forwarded, hot: true })).status, 200)
+    const long = { 'x-forwarded-for': 'x'.repeat(12_000), 'x-forwarded-proto': 'https' }
+    const unforwarded = await same(p, { path: '/v1/pets?limit=5', headers: long, hot: true })
+    assert.equal(
+      unforwarded.headers.find(([k]) => k === 'link')![1],
+      '<http://petstore.test:8080/v1/pets?limit=5&cursor=djE6NQ>; rel="next"',
+    )
+    assert.equal(clientOf(), '127.0.0.1')
   })
 })

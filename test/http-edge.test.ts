@@ -41,9 +41,6 @@ function createHead(length: number, auth: [string, string][] = []): string {
 const slowBody = (port: number, head: string) =>
   exchange(port, head, { answers: 2, trickle: { pieces: Array(60).fill(' '), intervalMs: 50 } })
 
-const assertTimedOut = (answer: RawAnswer | undefined) =>
-  assertError(answer!, 408, 'invalid_request', 'the request did not arrive in full in time')
-
 /** A request with the key, after which the hot path (SQLite) knows it and may take the next ones. */
 async function useKey(port: number, key: string): Promise<void> {
   assert.equal((await one(port, rawRequest('GET', '/v1/pets', [HOST, bearer(key)]))).status, 200)
@@ -201,36 +198,9 @@ describe('HTTP at the edge', () => {
     }
   })
 
+  // The request and keep-alive timeouts of every transport are in transport-limits.test.ts.
   describe('timeouts (PETSTORE_REQUEST_TIMEOUT=1s)', () => {
     const timeout = { requestTimeoutMs: 1000 }
-
-    test('headers not complete in time: 408 with the Error body, and the connection closes', async (t) => {
-      const { port } = await served(t, timeout)
-      const x = await exchange(port, 'GET /healthz HTTP/1.1\r\nHost: petstore.test\r\n', {
-        answers: 2,
-      })
-      assert.equal(x.closed, true)
-      assert.equal(x.answers.length, 1)
-      assertTimedOut(x.answers[0])
-      assert.ok(x.elapsedMs >= 950 && x.elapsedMs < 1500, `after ${x.elapsedMs} ms`)
-    })
-
-    test('a connection that never sends a byte is closed without an answer', async (t) => {
-      const { port } = await served(t, timeout)
-      const x = await exchange(port, '')
-      assert.equal(x.closed, true)
-      assert.deepEqual([x.answers, x.rest], [[], ''])
-      assert.ok(x.elapsedMs >= 950 && x.elapsedMs < 1500, `after ${x.elapsedMs} ms`)
-    })
-
-    test('a slow body is cut at the timeout, not up to twice it', async (t) => {
-      const { a, port } = await served(t, timeout)
-      const x = await slowBody(port, createHead(100, [bearer(a.key)]))
-      assert.equal(x.closed, true)
-      assertTimedOut(x.answers[0])
-      assert.ok(x.elapsedMs >= 950 && x.elapsedMs < 1500, `after ${x.elapsedMs} ms`)
-      assert.equal(await petCount(a), 0)
-    })
 
     test('a body still arriving after its answer is cut at the timeout without a second answer', async (t) => {
       const { a, port } = await served(t, timeout)

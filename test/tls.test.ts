@@ -1,25 +1,20 @@
 // The service speaking TLS itself: HTTPS, HTTP/2 with HTTP/1.1 fallback, HSTS, and the error and
 // drain paths under both, on real sockets with a self-signed certificate made by openssl here.
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
 import { once } from 'node:events'
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, writeFileSync } from 'node:fs'
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http'
 import http2, { type ClientHttp2Session, type IncomingHttpStatusHeader } from 'node:http2'
 import https from 'node:https'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { after, describe, type TestContext, test } from 'node:test'
+import { describe, type TestContext, test } from 'node:test'
 import tls, { type TLSSocket } from 'node:tls'
-import { buildApp } from '../src/app.js'
-import { createApiKey } from '../src/auth/api-keys.js'
-import { manualClock } from '../src/clock.js'
 import { ConfigError, configWith, loadConfig } from '../src/config.js'
 import { loadTls } from '../src/http/tls.js'
 import { Metrics } from '../src/observability/metrics.js'
-import { openSqliteStore } from '../src/storage/sqlite/sqlite-store.js'
 import { tempDir, testApp } from './support/app.js'
 import { LISTENING_LINE, spawnService, startService } from './support/process.js'
+import { certificate, makeCertificate, tlsServer } from './support/tls.js'
 
 const HSTS = 'max-age=600'
 const NO_KEY = {
@@ -35,105 +30,6 @@ const MALFORMED_URL = {
 /** Where a missing GOAWAY or close would leave a wait hanging, the test fails instead. */
 const HANG_GUARD = { timeout: 30_000 }
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
-
-interface Certificate {
-  certPath: string
-  keyPath: string
-  cert: Buffer
-}
-
-const certDirs: string[] = []
-after(() => {
-  for (const dir of certDirs) rmSync(dir, { recursive: true, force: true })
-})
-
-/** A fresh self-signed certificate for localhost and 127.0.0.1, valid for a day. */
-function makeCertificate(): Certificate {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-tls-'))
-  certDirs.push(dir)
-  const certPath = join(dir, 'cert.pem')
-  const keyPath = join(dir, 'key.pem')
-  try {
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-subj',
-        '/CN=localhost',
-        '-addext',
-        'subjectAltName=DNS:localhost,IP:127.0.0.1',
-        '-days',
-        '1',
-        '-keyout',
-        keyPath,
-        '-out',
-        certPath,
-      ],
-      { stdio: 'pipe' },
-    )
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-      throw new Error(
-        'openssl is not installed: run `npm run system-deps` (Debian package openssl)',
-      )
-    }
-    throw err
-  }
-  return { certPath, keyPath, cert: readFileSync(certPath) }
-}
-
-let shared: Certificate | undefined
-/** One certificate serves every test that only needs a valid one. */
-function certificate(): Certificate {
-  shared ??= makeCertificate()
-  return shared
-}
-
-interface TlsServer {
-  origin: string
-  port: number
-  key: string
-  close(): Promise<void>
-}
-
-/** buildApp + listen with the certificate, as startServer does, on a fresh database. */
-async function tlsServer(
-  t: TestContext,
-  opts: { http2: boolean; isDraining?: () => boolean; metrics?: Metrics },
-): Promise<TlsServer> {
-  const { certPath, keyPath } = certificate()
-  const dir = tempDir(t)
-  const store = await openSqliteStore(join(dir, 'petstore.db'))
-  const clock = manualClock(new Date('2026-01-15T12:00:00Z'))
-  const config = configWith({
-    tlsCertPath: certPath,
-    tlsKeyPath: keyPath,
-    http2: opts.http2,
-    hstsMaxAgeSeconds: 600,
-  })
-  const { key } = await createApiKey(store, clock, 'tls-test')
-  const app = await buildApp({
-    config,
-    store,
-    clock,
-    tls: loadTls(config),
-    isDraining: opts.isDraining,
-    ...(opts.metrics ? { metrics: opts.metrics } : {}),
-  })
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  let closed: Promise<void> | undefined
-  const close = () => {
-    closed ??= app.close().then(() => store.close())
-    return closed
-  }
-  t.after(close)
-  const port = (app.server.address() as { port: number }).port
-  return { origin: `https://127.0.0.1:${port}`, port, key, close }
-}
 
 interface Answer {
   status: number

@@ -1,18 +1,20 @@
 // The onRequest hook that authenticates every /v1 request and applies the rate limits.
-import rateLimit from '@fastify/rate-limit'
+import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Redis } from 'ioredis'
 import { ApiError } from '../errors.js'
 import { isApiTarget } from '../http/request-target.js'
 import type { ApiKeyVerifier, AuthenticatedKey } from './api-keys.js'
+import { Breaker } from './breaker.js'
 import {
   type Limit,
   type LimitState,
   MemoryWindows,
   memoryCounter,
-  pluginCounter,
   type RateCounter,
+  sharedCounter,
 } from './rate-counters.js'
+import { pingWithinBound, REDIS_BREAKER_OPEN_MS, RedisWindows } from './redis.js'
 
 export interface AuthOptions {
   verifier: ApiKeyVerifier
@@ -26,9 +28,6 @@ export interface AuthOptions {
    */
   redis?: Redis
 }
-
-/** Prefix of every counter in Redis; the rest names the policy and the key id or address. */
-export const REDIS_NAMESPACE = 'petstore-rl:'
 
 const CHALLENGE = 'Bearer realm="petstore"'
 const INVALID_TOKEN_CHALLENGE = 'Bearer realm="petstore", error="invalid_token"'
@@ -81,15 +80,9 @@ function rateLimitField(policy: string, s: LimitState): string {
   return `"${policy}";r=${s.remaining};t=${Math.max(0, s.ttlInSeconds)}`
 }
 
-function setRateLimitFields(
-  reply: FastifyReply,
-  policy: string,
-  limit: Limit,
-  s: LimitState | null,
-) {
+function setRateLimitFields(reply: FastifyReply, policy: string, limit: Limit, s: LimitState) {
   reply.header('ratelimit-policy', rateLimitPolicyField(policy, limit))
-  // With the counter store unreachable the remaining budget is unknown, so it is not claimed.
-  if (s) reply.header('ratelimit', rateLimitField(policy, s))
+  reply.header('ratelimit', rateLimitField(policy, s))
 }
 
 function rateLimited(s: LimitState, message: string): ApiError {
@@ -124,7 +117,21 @@ export interface HotAuth {
   recognises(authorization: string | undefined): boolean
 }
 
-const perKeyCounterName = (keyId: string | undefined) => `default:${keyId}`
+/** Longest subject kept as it is in a counter's name; a longer one is named by its digest. */
+const MAX_SUBJECT_LENGTH = 64
+
+/**
+ * A counter's name: its policy and what it counts, a key id or a client address. An address
+ * from X-Forwarded-For may be any text a client sends, so its length is bounded here, in
+ * memory and in Redis alike.
+ */
+export function counterName(policy: 'default' | 'auth-failures', subject: string): string {
+  return subject.length <= MAX_SUBJECT_LENGTH
+    ? `${policy}:${subject}`
+    : `${policy}:sha256:${createHash('sha256').update(subject).digest('base64url')}`
+}
+
+const perKeyCounterName = (keyId: string) => counterName('default', keyId)
 /** Counter names remembered at most, as many as the verifier remembers keys. */
 const MAX_COUNTER_NAMES = 10_000
 
@@ -138,15 +145,32 @@ export async function registerAuth(
 ): Promise<HotAuth | null> {
   // Counters are named by policy and key id (or client address), never by the key itself, and
   // applied from our own hook so that authentication always comes first.
-  const perKeyName = (req: FastifyRequest) => perKeyCounterName(req.apiKey?.id)
-  const perAddressName = (req: FastifyRequest) => `auth-failures:${req.ip}`
+  const perKeyName = (req: FastifyRequest) => perKeyCounterName(authenticatedKey(req).id)
+  const perAddressName = (req: FastifyRequest) => counterName('auth-failures', req.ip)
   let perKey: RateCounter
   let perAddress: RateCounter
   let hot: HotAuth | null = null
   if (opts.redis) {
-    await app.register(rateLimit, { global: false, redis: opts.redis, nameSpace: REDIS_NAMESPACE })
-    perKey = pluginCounter(app, opts.rateLimit, perKeyName)
-    perAddress = pluginCounter(app, opts.authFailureLimit, perAddressName)
+    const redis = opts.redis
+    const breaker = new Breaker({
+      openMs: REDIS_BREAKER_OPEN_MS,
+      probe: () => pingWithinBound(redis),
+      onOpen: (err) =>
+        app.log.warn(
+          { err },
+          'rate-limit store (Redis) unreachable: limits are counted per process until it answers',
+        ),
+      // At the level of the outage's line, so that a log read at `warn` shows its end too.
+      onClose: () => app.log.warn('rate-limit store (Redis) reachable again: limits are shared'),
+    })
+    // Not connected at start: openRedis has said so already.
+    if (redis.status !== 'ready') breaker.startOpen()
+    const shared = (limit: Limit, nameOf: (request: FastifyRequest) => string) => {
+      const windows = new RedisWindows(redis, limit)
+      return sharedCounter((name) => windows.take(name), new MemoryWindows(limit), breaker, nameOf)
+    }
+    perKey = shared(opts.rateLimit, perKeyName)
+    perAddress = shared(opts.authFailureLimit, perAddressName)
   } else {
     const perKeyWindows = new MemoryWindows(opts.rateLimit)
     perKey = memoryCounter(perKeyWindows, perKeyName)
@@ -178,43 +202,16 @@ export async function registerAuth(
     }
   }
 
-  // An unreachable counter store (Redis down) fails open: requests are served without a limit
-  // rather than refused, with one warning when it starts and one line when it is back.
-  let storeFailing = false
-  const settle = async (
-    pending: Promise<LimitState>,
-    request: FastifyRequest,
-  ): Promise<LimitState | null> => {
-    try {
-      const state = await pending
-      if (storeFailing) {
-        storeFailing = false
-        request.log.info('rate-limit store reachable again: limits apply')
-      }
-      return state
-    } catch (err) {
-      if (!storeFailing) {
-        storeFailing = true
-        request.log.warn({ err }, 'rate-limit store unreachable: requests are served unlimited')
-      }
-      return null
-    }
-  }
-  const count = (counter: RateCounter, request: FastifyRequest) => {
-    const state = counter(request)
-    return state instanceof Promise ? settle(state, request) : state
-  }
-
   app.decorateRequest('apiKey', null)
   app.addHook('onRequest', async (request, reply) => {
     if (!requiresKey(request)) return
     const token = bearerToken(request.headers.authorization)
     const key = token ? await opts.verifier.verify(token, request.dataVersion?.keys) : null
     if (key === null) {
-      const counted = count(perAddress, request)
+      const counted = perAddress(request)
       const failures = counted instanceof Promise ? await counted : counted
       setRateLimitFields(reply, 'auth-failures', opts.authFailureLimit, failures)
-      if (failures?.isExceeded) {
+      if (failures.isExceeded) {
         opts.onRateLimited?.('auth-failures')
         throw rateLimited(failures, 'too many failed authentication attempts from this address')
       }
@@ -227,10 +224,10 @@ export async function registerAuth(
           })
     }
     request.apiKey = key
-    const counted = count(perKey, request)
+    const counted = perKey(request)
     const usage = counted instanceof Promise ? await counted : counted
     setRateLimitFields(reply, 'default', opts.rateLimit, usage)
-    if (usage?.isExceeded) {
+    if (usage.isExceeded) {
       opts.onRateLimited?.('default')
       throw rateLimited(usage, 'rate limit of this API key exceeded')
     }

@@ -1,6 +1,7 @@
 // The counters behind the rate limits: fixed windows, in this process's memory or shared in Redis.
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import { LruMap } from 'toad-cache'
+import type { Breaker } from './breaker.js'
 
 export interface LimitState {
   max: number
@@ -14,16 +15,15 @@ export interface Limit {
   windowMs: number
 }
 
-/** Counts one request against its budget; a shared store answers asynchronously and may fail. */
+/** Counts one request against its budget; a shared store answers asynchronously. */
 export type RateCounter = (request: FastifyRequest) => LimitState | Promise<LimitState>
 
-/** Counters kept at most; the least recently used one goes first (as @fastify/rate-limit's). */
+/** Counters kept at most; the least recently used one goes first. */
 const MAX_COUNTERS = 100_000
 
 /**
- * Fixed windows in memory, with @fastify/rate-limit's in-memory semantics (a window opens at a
- * key's first request and lasts windowMs), counted synchronously: the plugin's limiter adds its
- * promises and route lookups to every request (docs/performance.md).
+ * Fixed windows in memory (a window opens at a key's first request and lasts windowMs), counted
+ * synchronously: a promise per count would cost every request (docs/performance.md).
  */
 export class MemoryWindows {
   private readonly windows = new LruMap<{ count: number; startMs: number }>(MAX_COUNTERS)
@@ -71,18 +71,22 @@ export function memoryCounter(
 }
 
 /**
- * Windows in Redis, one budget for every process that shares it, through @fastify/rate-limit
- * (its Lua script makes count-and-expire atomic). The plugin must be registered on `app`.
+ * Counts in the shared store while it answers, and in this process's windows while the breaker
+ * is open: through an outage the limits stay enforced, per process. A count that fails is made in
+ * memory too, so every request is counted somewhere.
  */
-export function pluginCounter(
-  app: FastifyInstance,
-  limit: Limit,
+export function sharedCounter(
+  shared: (name: string) => Promise<LimitState>,
+  local: MemoryWindows,
+  breaker: Breaker,
   keyOf: (request: FastifyRequest) => string,
 ): RateCounter {
-  const limiter = app.createRateLimit({
-    max: limit.max,
-    timeWindow: limit.windowMs,
-    keyGenerator: keyOf,
-  })
-  return (request) => limiter(request) as Promise<LimitState>
+  return (request) => {
+    const name = keyOf(request)
+    if (breaker.isOpen()) return local.take(name)
+    return shared(name).catch((err: unknown) => {
+      breaker.trip(err)
+      return local.take(name)
+    })
+  }
 }

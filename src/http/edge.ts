@@ -1,7 +1,9 @@
 // Rules of HTTP itself that a request must meet before anything reads it: Node's parser keeps the
 // first of repeated headers and drops the rest, so repetition is judged on the raw header list.
 import type { IncomingMessage } from 'node:http'
+import type { TLSSocket } from 'node:tls'
 import { ApiError } from '../errors.js'
+import { isAuthority, parseAuthority, sameAuthority } from './authority.js'
 
 /** The request's problem with the edge rules, or null when it has none. */
 export function edgeViolation(req: IncomingMessage): ApiError | null {
@@ -18,11 +20,39 @@ export function edgeViolation(req: IncomingMessage): ApiError | null {
   if (hosts > 1 || (needsHost && hosts === 0)) {
     return new ApiError('invalid_request', 'the request must carry exactly one Host header')
   }
+  const authority = authorityViolation(req)
+  if (authority !== null) return authority
   // Which of two credentials would count is ambiguous; neither is taken.
   if (authorizations > 1) {
     return new ApiError(
       'invalid_request',
       'the request must carry at most one Authorization header',
+    )
+  }
+  return null
+}
+
+const AUTHORITY_RULE =
+  'must be a host name, an IPv4 address or a bracketed IPv6 address, with an optional port from 1 to 65535'
+
+/**
+ * RFC 9112 §3.2: a Host that is not a valid host[:port] is answered 400, as is an HTTP/2 request
+ * whose Host names another authority than its :authority (RFC 9113 §8.3.1: it is malformed).
+ */
+function authorityViolation(req: IncomingMessage): ApiError | null {
+  const host = req.headers.host
+  if (host !== undefined && !isAuthority(host)) {
+    return new ApiError('invalid_request', `the Host header ${AUTHORITY_RULE}`)
+  }
+  const pseudo = req.httpVersionMajor === 2 ? req.headers[':authority'] : undefined
+  if (typeof pseudo !== 'string') return null
+  const authority = parseAuthority(pseudo)
+  if (authority === null) return new ApiError('invalid_request', `:authority ${AUTHORITY_RULE}`)
+  const defaultPort = (req.socket as TLSSocket).encrypted ? 443 : 80
+  if (host !== undefined && !sameAuthority(parseAuthority(host)!, authority, defaultPort)) {
+    return new ApiError(
+      'invalid_request',
+      'the Host header and :authority must name the same host and port',
     )
   }
   return null

@@ -1,5 +1,6 @@
 // Every error, from every layer, leaves as the one Error body with a code from the fixed set.
 import { randomUUID } from 'node:crypto'
+import { constants as h2, type ServerHttp2Stream } from 'node:http2'
 import type { Socket } from 'node:net'
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply } from 'fastify'
 import { ApiError, codeForStatus, type ErrorBody, errorBody } from '../errors.js'
@@ -162,6 +163,20 @@ const CLIENT_ERRORS: Record<number, { reason: string; message: string }> = {
   431: { reason: 'Request Header Fields Too Large', message: 'request headers are too large' },
 }
 
+/** The status line's reason, headers and body of an answer given outside any route. */
+function clientErrorAnswer(status: number, extraHeaders: Record<string, string>) {
+  const { reason, message } = CLIENT_ERRORS[status]!
+  const body = JSON.stringify(errorBody('invalid_request', message, status))
+  const headers: Record<string, string> = {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': String(Buffer.byteLength(body)),
+    'cache-control': 'no-store',
+    'x-request-id': randomUUID(),
+    ...extraHeaders,
+  }
+  return { reason, headers, body }
+}
+
 /**
  * Errors the HTTP parser raises before any routing (a malformed request line, headers over the
  * limit, a request not in within the request timeout) still get an Error body, where the socket
@@ -185,15 +200,26 @@ export function handleClientError(
     return
   }
   const status = CLIENT_ERROR_STATUS[error.code ?? ''] ?? 400
-  const { reason, message } = CLIENT_ERRORS[status]!
-  const body = JSON.stringify(errorBody('invalid_request', message, status))
+  const { reason, headers, body } = clientErrorAnswer(status, extraHeaders)
   socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n` +
-      `X-Request-Id: ${randomUUID()}\r\n` +
-      Object.entries(extraHeaders)
+    `HTTP/1.1 ${status} ${reason}\r\n` +
+      Object.entries(headers)
         .map(([name, value]) => `${name}: ${value}\r\n`)
         .join('') +
-      `Connection: close\r\n\r\n${body}`,
+      `connection: close\r\n\r\n${body}`,
   )
+}
+
+/**
+ * An HTTP/2 request whose body did not arrive in time: 408 on its stream, which then closes, and
+ * a GOAWAY, as HTTP/1.1 closes the connection (other streams finish first).
+ */
+export function answerStalledStream(
+  stream: ServerHttp2Stream,
+  extraHeaders: Record<string, string> = {},
+): void {
+  const { headers, body } = clientErrorAnswer(408, extraHeaders)
+  stream.respond({ ':status': 408, ...headers })
+  stream.end(body, () => stream.close(h2.NGHTTP2_NO_ERROR))
+  stream.session?.close()
 }

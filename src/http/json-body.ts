@@ -72,8 +72,34 @@ export function parseJsonBody(body: Buffer): unknown {
   }
 }
 
-/** Accepts `application/json`, optionally with `charset=utf-8`; another charset is refused. */
+/**
+ * One `; name=value` of a media type (RFC 9110 §5.6.6), or an empty one (`;;`, which the grammar
+ * allows): the name a token, the value a token or a quoted-string.
+ */
+const PARAMETER =
+  /[\t ]*;[\t ]*(?:([!#$%&'*+.^_`|~0-9A-Za-z-]+)=([!#$%&'*+.^_`|~0-9A-Za-z-]+|"(?:[\t\x20\x21\x23-\x5b\x5d-\x7e\x80-\xff]|\\[\t\x20-\x7e\x80-\xff])*"))?/y
+
+/**
+ * Whether the parameters of an `application/json` Content-Type leave the body UTF-8 JSON: each
+ * well formed, none named twice (which of two would count is ambiguous), none empty, and a
+ * charset, if any, `utf-8`. The media type itself is matched by Fastify's parser lookup.
+ */
 export function isAcceptedJsonCharset(contentType: string): boolean {
-  const m = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(contentType)
-  return m === null || m[1]!.toLowerCase() === 'utf-8' || m[1]!.toLowerCase() === 'utf8'
+  const start = contentType.indexOf(';')
+  if (start === -1) return true
+  const names = new Set<string>()
+  for (let at = start; at < contentType.length; ) {
+    PARAMETER.lastIndex = at
+    const m = PARAMETER.exec(contentType)
+    if (m === null) return /^[\t ]*$/.test(contentType.slice(at))
+    at = PARAMETER.lastIndex
+    if (m[1] === undefined) continue
+    const name = m[1].toLowerCase()
+    const quoted = m[2]!.charCodeAt(0) === 34 /* " */
+    const value = quoted ? m[2]!.slice(1, -1).replace(/\\(.)/g, '$1') : m[2]!
+    if (names.has(name) || value === '') return false
+    names.add(name)
+    if (name === 'charset' && !['utf-8', 'utf8'].includes(value.toLowerCase())) return false
+  }
+  return true
 }

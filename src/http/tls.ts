@@ -4,6 +4,7 @@ import type { Http2SecureServer, Http2ServerRequest, ServerHttp2Session } from '
 import { createSecureContext } from 'node:tls'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { type Config, ConfigError } from '../config.js'
+import { type TransportLimits, tlsLimits } from './transport-limits.js'
 
 export interface TlsMaterial {
   cert: Buffer
@@ -53,9 +54,10 @@ export function tlsServerOptions(
   tls: TlsMaterial | undefined,
   /** Node's HTTP server options, which Fastify passes on only for plain HTTP. */
   serverOptions: object,
+  limits: TransportLimits,
 ): object {
   if (!tls) return {}
-  const https = { ...serverOptions, cert: tls.cert, key: tls.key }
+  const https = { ...serverOptions, ...tlsLimits(limits, tls.http2), cert: tls.cert, key: tls.key }
   return tls.http2 ? { http2: true, https: { ...https, allowHTTP1: true } } : { https }
 }
 

@@ -14,12 +14,12 @@
 // untouched request to Fastify, which produces the answer, error or not. test/hot-path.test.ts
 // sends the same requests through both and compares status, headers and body byte for byte.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
-import type { TLSSocket } from 'node:tls'
 import type { FastifyBaseLogger, FastifyError, FastifySchemaCompiler } from 'fastify'
 import type { Admitted, HotAuth } from '../auth/authenticate.js'
 import type { Clock } from '../clock.js'
 import { edgeViolation } from '../http/edge.js'
 import { toErrorBody } from '../http/error-handling.js'
+import { createOriginOf, type TrustProxy } from '../http/forwarded.js'
 import { parseJsonBody } from '../http/json-body.js'
 import { requestId } from '../http/request-id.js'
 import { requestLineWriter } from '../http/request-log.js'
@@ -68,8 +68,8 @@ export interface HotPathOptions {
   isDraining: () => boolean
   /** CORS is on: @fastify/cors puts `Vary: Origin` on every response, with or without Origin. */
   varyOrigin: boolean
-  /** With a trusted proxy, forwarded headers change the client address, host and protocol. */
-  trustProxy: boolean
+  /** Whose forwarded headers give the client address, host and protocol: Fastify's rule too. */
+  trustProxy: TrustProxy
   fallbackOrigin: string
 }
 
@@ -174,20 +174,11 @@ function parseListQuery(search: string): Record<string, string> | null {
   return query
 }
 
-function forwarded(req: IncomingMessage): boolean {
-  const h = req.headers
-  return (
-    h.forwarded !== undefined ||
-    h['x-forwarded-for'] !== undefined ||
-    h['x-forwarded-host'] !== undefined ||
-    h['x-forwarded-proto'] !== undefined
-  )
-}
-
 export function createHotPath(o: HotPathOptions): HotPath {
   const { store, pages, pets, logger, metrics } = o
   const { admit } = o.auth
   const logCompleted = requestLineWriter(logger)
+  const originOf = createOriginOf(o.trustProxy)
   const getPetJsonAt = store.getPetJsonAt?.bind(store)
   // The routes' own validators: the app's compiler hands out what it compiled for them.
   const validateQuery = o.compileValidator({
@@ -223,7 +214,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
 
   /**
    * What makes any request Fastify's, whatever its operation: CORS (`Origin`), a chunked body,
-   * a repeated Host or Authorization (edge.ts), forwarded headers behind a trusted proxy, a drain.
+   * a Host or Authorization the edge refuses (edge.ts), a drain.
    */
   const leftToFastify = (req: IncomingMessage): boolean => {
     const h = req.headers
@@ -231,7 +222,6 @@ export function createHotPath(o: HotPathOptions): HotPath {
       h.origin !== undefined ||
       h['transfer-encoding'] !== undefined ||
       edgeViolation(req) !== null ||
-      (o.trustProxy && forwarded(req)) ||
       o.isDraining()
     )
   }
@@ -322,7 +312,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
       status: a.status,
       elapsedMs,
       apiKeyName: a.apiKeyName,
-      remoteAddress: a.req.socket.remoteAddress,
+      remoteAddress: originOf(a.req).ip,
     })
   }
   const finish = (a: Answer) => {
@@ -369,8 +359,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
     const id = requestId(req)
     const headers = hookHeaders(id, admitted, false)
     if (page.nextCursor !== null) {
-      const protocol = (req.socket as TLSSocket).encrypted ? 'https' : 'http'
-      const host = req.headers.host ?? ''
+      const { protocol, host } = originOf(req)
       headers.push('link', nextPageLink(protocol, host, o.fallbackOrigin, query, page.nextCursor))
     }
     finish({
@@ -442,7 +431,8 @@ export function createHotPath(o: HotPathOptions): HotPath {
   /**
    * Whether a create's headers leave its answer to the hot path: a plain JSON body of a declared
    * length within the limit, no Idempotency-Key (its claim and replay stay in the service's hands
-   * through the route), nothing CORS, forwarding or draining would change.
+   * through the route), nothing CORS, the edge or draining would change. A Content-Type with
+   * parameters is the route's to judge (json-body.ts isAcceptedJsonCharset).
    */
   const plainCreate = (req: IncomingMessage): boolean => {
     const h = req.headers

@@ -31,6 +31,8 @@ export interface ExchangeOptions {
   readAfterWriting?: boolean
   /** Written after `bytes`, one piece every `intervalMs` (a slow body). */
   trickle?: { pieces: string[]; intervalMs: number }
+  /** Opens the connection (e.g. over TLS); by default plain TCP to 127.0.0.1:port. */
+  connect?: () => Socket
 }
 
 export function header(answer: RawAnswer, name: string): string | undefined {
@@ -70,7 +72,7 @@ export function exchange(
   const wanted = opts.answers ?? 1
   const started = performance.now()
   return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1')
+    const socket = opts.connect?.() ?? connect(port, '127.0.0.1')
     let received = Buffer.alloc(0)
     let error: string | undefined
     let done = false

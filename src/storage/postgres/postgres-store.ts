@@ -9,7 +9,6 @@ import {
   toApiKey,
 } from '../api-key-row.js'
 import { AsyncWriteBatcher } from '../async-write-batcher.js'
-import { StorageUnavailableError } from '../errors.js'
 import { DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY, IdempotencyCap } from '../idempotency-cap.js'
 import { decideIdempotencyClaim, type IdempotencyRow } from '../idempotency-claim.js'
 import type {
@@ -26,6 +25,7 @@ import type {
   StoreStats,
 } from '../store.js'
 import { postgresMigrations } from './migrations.js'
+import { unavailability, unavailableOr, unavailableToConnect } from './unavailability.js'
 
 export interface PostgresOptions {
   url: string
@@ -61,44 +61,6 @@ const toPet = (row: PetRow): Pet => {
   return pet
 }
 
-/**
- * A failure of the database's availability (no connection, a timeout, the server shutting down)
- * is 503 for the caller; anything else is a bug and stays a 500. The server's errors carry a
- * SQLSTATE; the driver's own (a lost or refused connection, a timeout) and the socket's are
- * Errors of no finer type, whereas a bug raises a TypeError, a RangeError or the like. Any
- * failure to get a connection is the former, whatever the server said (see connect).
- */
-const BUG_TYPES = [TypeError, RangeError, ReferenceError, SyntaxError, EvalError, URIError]
-
-/**
- * SQLSTATE classes of a server that cannot serve now: 08 connection exception, 28 authorization
- * refused, 3D no such database, 53 insufficient resources, 57 operator intervention (shutdown,
- * connection ended, statement timeout), 58 the server's own I/O failing.
- */
-const UNAVAILABLE_CLASSES = ['08', '28', '3D', '53', '57', '58']
-/** Transient conflicts of one transaction: retrying it may well succeed. */
-const UNAVAILABLE_STATES = ['25P03', '40001', '40P01']
-
-function isUnavailable(err: unknown): boolean {
-  if (err instanceof pg.DatabaseError) {
-    const sqlState = err.code ?? ''
-    return (
-      UNAVAILABLE_CLASSES.includes(sqlState.slice(0, 2)) || UNAVAILABLE_STATES.includes(sqlState)
-    )
-  }
-  return err instanceof Error && !BUG_TYPES.some((type) => err instanceof type)
-}
-
-function unavailable(err: unknown): StorageUnavailableError {
-  return new StorageUnavailableError('the database is not reachable; retry later', 1, {
-    cause: err,
-  })
-}
-
-function unavailableOr(err: unknown): unknown {
-  return isUnavailable(err) ? unavailable(err) : err
-}
-
 function poolConfig(opts: PostgresOptions, max: number): pg.PoolConfig {
   return {
     connectionString: opts.url,
@@ -126,6 +88,15 @@ function survivingLostConnections(pool: pg.Pool): pg.Pool {
   return pool
 }
 
+/** Said plainly, so that a start failing because of the database's state says so. */
+function stateOfDatabase(opts: PostgresOptions, state: string, err: unknown): Error {
+  const { hostname, port } = new URL(opts.url)
+  return new Error(
+    `PostgreSQL at ${hostname}:${port || 5432} ${state} (${(err as Error).message})`,
+    { cause: err },
+  )
+}
+
 export async function migratePostgres(opts: PostgresOptions): Promise<string[]> {
   // Kysely ends the pool it was given when destroyed: the migration gets its own.
   const pool = survivingLostConnections(new pg.Pool(poolConfig(opts, 1)))
@@ -137,13 +108,7 @@ export async function migratePostgres(opts: PostgresOptions): Promise<string[]> 
     const { rows } = await sql<{ schema: string }>`SELECT current_schema() AS schema`
       .execute(db)
       .catch((err: unknown) => {
-        if (!isUnavailable(err)) throw err
-        // Said plainly, so that a start failing because the database is down says so.
-        const { hostname, port } = new URL(opts.url)
-        throw new Error(
-          `PostgreSQL at ${hostname}:${port || 5432} is not reachable (${(err as Error).message})`,
-          { cause: err },
-        )
+        throw unavailability(err) === null ? err : stateOfDatabase(opts, 'is not reachable', err)
       })
     const migrator = new Migrator({
       db,
@@ -151,6 +116,11 @@ export async function migratePostgres(opts: PostgresOptions): Promise<string[]> 
       migrationTableSchema: rows[0]!.schema,
     })
     const result = await migrator.migrateToLatest()
+    // Only a refusal to write is reworded here: Kysely's own errors (a missing migration) are
+    // plain Errors, which unavailability cannot tell from a lost connection.
+    if (unavailability(result.error) === 'read-only') {
+      throw stateOfDatabase(opts, 'is read-only: its schema cannot be migrated', result.error)
+    }
     if (result.error) throw result.error
     return (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
   } finally {
@@ -191,16 +161,12 @@ export class PostgresStore implements Store {
     this.creates = new AsyncWriteBatcher((items) => this.commitCreates(items))
   }
 
-  /**
-   * A pooled connection. Any failure to get one is unavailability, whatever its SQLSTATE: a
-   * database that does not accept connections now answers 55000, which on an open connection
-   * would mean a bug.
-   */
+  /** A pooled connection; any failure to get one is unavailability (unavailableToConnect). */
   private async connect(): Promise<pg.PoolClient> {
     try {
       return await this.pool.connect()
     } catch (err) {
-      throw unavailable(err)
+      throw unavailableToConnect(err)
     }
   }
 
@@ -214,7 +180,8 @@ export class PostgresStore implements Store {
       client.release()
       return result
     } catch (err) {
-      // As pool.query does: a connection whose statement failed is not reused.
+      // As pool.query does: a connection whose statement failed is not reused. One that refused a
+      // write (a primary demoted behind a proxy) would refuse every later one too.
       client.release(err as Error)
       throw unavailableOr(err)
     }

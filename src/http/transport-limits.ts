@@ -1,0 +1,88 @@
+// The limits every transport enforces alike (plain HTTP, HTTPS, HTTP/2 and its HTTP/1.1
+// fallback): how long a TLS handshake and a request may take to arrive, how long an idle
+// connection stays open, and how many streams one HTTP/2 session may hold.
+import type { Server } from 'node:http'
+import {
+  type Http2SecureServer,
+  constants as h2,
+  type ServerHttp2Session,
+  type ServerHttp2Stream,
+} from 'node:http2'
+
+export interface TransportLimits {
+  /** Headers and body of a request (and a TLS handshake) must arrive within this. */
+  requestTimeoutMs: number
+  /** An idle connection, or an HTTP/2 session with no open stream, closes after this. */
+  keepAliveTimeoutMs: number
+}
+
+/** Streams one HTTP/2 session may have open at once (nginx allows 128). */
+export const MAX_CONCURRENT_STREAMS = 100
+
+/**
+ * Node's HTTP/1 limits, for every server that parses HTTP/1.1. Node cuts a request only with
+ * headersTimeout at most its requestTimeout, and looks for one past its time every
+ * connectionsCheckingInterval (by default 30 s, up to twice the timeout).
+ */
+export function http1Limits(limits: TransportLimits) {
+  return {
+    requestTimeout: limits.requestTimeoutMs,
+    headersTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    connectionsCheckingInterval: Math.min(1000, Math.ceil(limits.requestTimeoutMs / 20)),
+  }
+}
+
+/** TLS server options: a handshake is part of the request's time, not a separate two minutes. */
+export function tlsLimits(limits: TransportLimits, http2: boolean) {
+  return {
+    handshakeTimeout: limits.requestTimeoutMs,
+    ...(http2 ? { settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS } } : {}),
+  }
+}
+
+/**
+ * Node's HTTP/2 server applies none of its HTTP/1 limits to its sessions, and defaults its
+ * HTTP/1.1 fallback to a 60 s header time and a 5 min request time without keep-alive limit.
+ * The fallback takes the HTTP/1 limits from the server's properties (read when it starts
+ * listening); each session is watched here: one with no open stream closes after the request
+ * timeout (before its first) or the keep-alive timeout (after one), and a stream whose request
+ * has not arrived in full by the request timeout is handed to `stalled`.
+ */
+export function enforceHttp2Limits(
+  server: Http2SecureServer,
+  limits: TransportLimits,
+  stalled: (stream: ServerHttp2Stream) => void,
+): void {
+  Object.assign(server as unknown as Server, http1Limits(limits))
+  server.on('session', (session) => watchSession(session, limits, stalled))
+}
+
+function watchSession(
+  session: ServerHttp2Session,
+  limits: TransportLimits,
+  stalled: (stream: ServerHttp2Stream) => void,
+): void {
+  let open = 0
+  // Frames do not reset it: a session trickling PINGs or a never-ending header block holds no
+  // stream, and closes all the same.
+  let idle = setTimeout(() => session.destroy(), limits.requestTimeoutMs)
+  session.once('close', () => clearTimeout(idle))
+  session.on('stream', (stream: ServerHttp2Stream) => {
+    open++
+    clearTimeout(idle)
+    const deadline = stream.endAfterHeaders
+      ? undefined
+      : setTimeout(() => {
+          if (stream.closed || stream.state.remoteClose === 1) return
+          if (stream.headersSent) stream.close(h2.NGHTTP2_CANCEL)
+          else stalled(stream)
+        }, limits.requestTimeoutMs)
+    stream.once('close', () => {
+      clearTimeout(deadline)
+      if (--open === 0 && !session.destroyed) {
+        idle = setTimeout(() => session.destroy(), limits.keepAliveTimeoutMs)
+      }
+    })
+  })
+}

@@ -1,0 +1,72 @@
+// Which failures of PostgreSQL, or of the line to it, mean that the database cannot serve now (503
+// with Retry-After for the caller, who may retry) rather than a bug (500): decided here alone.
+import pg from 'pg'
+import { StorageUnavailableError } from '../errors.js'
+
+/** Why the database cannot serve: it refuses writes, or it cannot be used at all right now. */
+export type Unavailability = 'read-only' | 'unreachable'
+
+const MESSAGES: Record<Unavailability, string> = {
+  'read-only': 'the database is read-only; retry later',
+  unreachable: 'the database is not reachable; retry later',
+}
+
+/**
+ * 25006: a hot standby, a primary demoted by a failover, or a database set to
+ * default_transaction_read_only. The service never asks for a read-only transaction, so it is
+ * always the server's state, never the service's own doing.
+ */
+const READ_ONLY = '25006'
+
+/**
+ * SQLSTATE classes of a server that cannot serve now: 08 connection exception, 28 authorization
+ * refused, 3D no such database, 53 insufficient resources, 57 operator intervention (shutdown,
+ * crash, not accepting connections yet, statement timeout), 58 the server's own I/O failing.
+ */
+const UNAVAILABLE_CLASSES = ['08', '28', '3D', '53', '57', '58']
+
+/**
+ * Transient failures of one transaction, which a retry may well pass: 25P03 idle in transaction
+ * too long, 40001 serialization failure (also a standby's conflict with recovery), 40P01 deadlock.
+ */
+const UNAVAILABLE_STATES = ['25P03', '40001', '40P01']
+
+/** What a bug raises; the driver's and the socket's own failures are plain (or system) Errors. */
+const BUG_TYPES = [TypeError, RangeError, ReferenceError, SyntaxError, EvalError, URIError]
+
+/** The driver's plain Errors that report a misuse of it, a bug, rather than a lost connection. */
+const DRIVER_MISUSE = [
+  'Prepared statements must be unique',
+  'Query values must be an array',
+  'A query must have either text or a name',
+  'Client has already been connected',
+  'Release called on client which has already been released',
+]
+
+/** Why `err` means the database cannot serve now; null when it is a bug (or a plain refusal). */
+export function unavailability(err: unknown): Unavailability | null {
+  if (err instanceof pg.DatabaseError) {
+    const sqlState = err.code ?? ''
+    if (sqlState === READ_ONLY) return 'read-only'
+    const unavailable =
+      UNAVAILABLE_CLASSES.includes(sqlState.slice(0, 2)) || UNAVAILABLE_STATES.includes(sqlState)
+    return unavailable ? 'unreachable' : null
+  }
+  if (!(err instanceof Error) || BUG_TYPES.some((type) => err instanceof type)) return null
+  return DRIVER_MISUSE.some((prefix) => err.message.startsWith(prefix)) ? null : 'unreachable'
+}
+
+/**
+ * The failure to get a connection: unavailability whatever it was, since a database that does not
+ * accept connections now answers 55000, which on an open connection would mean a bug.
+ */
+export function unavailableToConnect(err: unknown): StorageUnavailableError {
+  return new StorageUnavailableError(MESSAGES.unreachable, 1, { cause: err })
+}
+
+/** A StorageUnavailableError (its message a fixed one, never the server's) for such an `err`. */
+export function unavailableOr(err: unknown): unknown {
+  if (err instanceof StorageUnavailableError) return err
+  const why = unavailability(err)
+  return why === null ? err : new StorageUnavailableError(MESSAGES[why], 1, { cause: err })
+}
