@@ -1,7 +1,7 @@
 // Builds the HTTP application from its dependencies; listening is left to the caller, so tests
 // build a fresh app per test and drive it in-process.
 import type { IncomingMessage, Server } from 'node:http'
-import type { Http2SecureServer } from 'node:http2'
+import type { Http2SecureServer, Http2ServerRequest } from 'node:http2'
 import type { Socket } from 'node:net'
 import { Readable } from 'node:stream'
 import Fastify, {
@@ -19,11 +19,7 @@ import { registerCors } from './http/cors.js'
 import { docsPage } from './http/docs-page.js'
 import { restOfBodyDiscarded } from './http/early-answer.js'
 import { edgeViolation, unsupportedContentEncoding } from './http/edge.js'
-import {
-  answerStalledStream,
-  handleClientError,
-  registerErrorHandling,
-} from './http/error-handling.js'
+import { handleClientError, registerErrorHandling } from './http/error-handling.js'
 import { registerForwarding } from './http/forwarded.js'
 import { frontDoor } from './http/front-door.js'
 import { healthRoutes } from './http/health.js'
@@ -39,7 +35,7 @@ import {
   tlsServerOptions,
   transportHeaders,
 } from './http/tls.js'
-import { enforceHttp2Limits, http1Limits } from './http/transport-limits.js'
+import { enforceHttp2Limits, Http2Bodies, http1Limits } from './http/transport-limits.js'
 import { createValidatorCompiler } from './http/validation.js'
 import './http/types.js'
 import { Metrics } from './observability/metrics.js'
@@ -119,9 +115,11 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     ...tlsServerOptions(deps.tls, serverOptions, limits),
   })
   registerForwarding(app, config.trustProxy)
-  if (deps.tls?.http2) {
+  // HTTP/2 bodies late past the request timeout fail as they are read, so the routes answer 408.
+  const http2Bodies = deps.tls?.http2 ? new Http2Bodies() : undefined
+  if (http2Bodies !== undefined) {
     const server = app.server as unknown as Http2SecureServer
-    enforceHttp2Limits(server, limits, (stream) => answerStalledStream(stream, transport))
+    enforceHttp2Limits(server, limits, (stream) => http2Bodies.stalled(stream))
     closeHttp2SessionsOnClose(app)
   }
 
@@ -204,6 +202,10 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     const refused = unsupportedContentEncoding(request.raw)
     if (refused !== null) {
       done(refused)
+      return
+    }
+    if (http2Bodies !== undefined && request.raw.httpVersionMajor === 2) {
+      done(null, http2Bodies.watch(request.raw as unknown as Http2ServerRequest))
       return
     }
     // A create the hot path read and then left to the routes comes with its body already taken

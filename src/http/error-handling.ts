@@ -1,6 +1,5 @@
 // Every error, from every layer, leaves as the one Error body with a code from the fixed set.
 import { randomUUID } from 'node:crypto'
-import { constants as h2, type ServerHttp2Stream } from 'node:http2'
 import type { Socket } from 'node:net'
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply } from 'fastify'
 import { ApiError, codeForStatus, type ErrorBody, errorBody } from '../errors.js'
@@ -104,7 +103,7 @@ export function toErrorBody(
     const message =
       FRAMEWORK_MESSAGES[status] ??
       (code === 'invalid_request' ? error.message : code.replace(/_/g, ' '))
-    return { body: errorBody(code, message), headers: {} }
+    return { body: errorBody(code, message, status), headers: {} }
   }
   log.error({ err: error }, 'unhandled error')
   // A 5xx never carries the error's own message: it could hold SQL, paths or a stack.
@@ -150,6 +149,14 @@ export function registerErrorHandling(app: FastifyInstance, opts: ErrorHandlingO
   })
 }
 
+/** The message of a 408, on every transport. */
+export const REQUEST_TIMED_OUT = 'the request did not arrive in full in time'
+
+/** What a body that stops arriving fails with, for the error handler to answer 408. */
+export function requestTimedOut(): Error {
+  return Object.assign(new Error(REQUEST_TIMED_OUT), { statusCode: 408 })
+}
+
 const CLIENT_ERROR_STATUS: Record<string, number> = {
   HPE_HEADER_OVERFLOW: 431,
   HPE_URI_TOO_LONG: 414,
@@ -158,23 +165,9 @@ const CLIENT_ERROR_STATUS: Record<string, number> = {
 
 const CLIENT_ERRORS: Record<number, { reason: string; message: string }> = {
   400: { reason: 'Bad Request', message: 'malformed HTTP request' },
-  408: { reason: 'Request Timeout', message: 'the request did not arrive in full in time' },
+  408: { reason: 'Request Timeout', message: REQUEST_TIMED_OUT },
   414: { reason: 'URI Too Long', message: 'request URI is too long' },
   431: { reason: 'Request Header Fields Too Large', message: 'request headers are too large' },
-}
-
-/** The status line's reason, headers and body of an answer given outside any route. */
-function clientErrorAnswer(status: number, extraHeaders: Record<string, string>) {
-  const { reason, message } = CLIENT_ERRORS[status]!
-  const body = JSON.stringify(errorBody('invalid_request', message, status))
-  const headers: Record<string, string> = {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': String(Buffer.byteLength(body)),
-    'cache-control': 'no-store',
-    'x-request-id': randomUUID(),
-    ...extraHeaders,
-  }
-  return { reason, headers, body }
 }
 
 /**
@@ -200,26 +193,15 @@ export function handleClientError(
     return
   }
   const status = CLIENT_ERROR_STATUS[error.code ?? ''] ?? 400
-  const { reason, headers, body } = clientErrorAnswer(status, extraHeaders)
+  const { reason, message } = CLIENT_ERRORS[status]!
+  const body = JSON.stringify(errorBody('invalid_request', message, status))
   socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\n` +
-      Object.entries(headers)
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n` +
+      `X-Request-Id: ${randomUUID()}\r\n` +
+      Object.entries(extraHeaders)
         .map(([name, value]) => `${name}: ${value}\r\n`)
         .join('') +
-      `connection: close\r\n\r\n${body}`,
+      `Connection: close\r\n\r\n${body}`,
   )
-}
-
-/**
- * An HTTP/2 request whose body did not arrive in time: 408 on its stream, which then closes, and
- * a GOAWAY, as HTTP/1.1 closes the connection (other streams finish first).
- */
-export function answerStalledStream(
-  stream: ServerHttp2Stream,
-  extraHeaders: Record<string, string> = {},
-): void {
-  const { headers, body } = clientErrorAnswer(408, extraHeaders)
-  stream.respond({ ':status': 408, ...headers })
-  stream.end(body, () => stream.close(h2.NGHTTP2_NO_ERROR))
-  stream.session?.close()
 }

@@ -4,10 +4,13 @@
 import type { Server } from 'node:http'
 import {
   type Http2SecureServer,
+  type Http2ServerRequest,
   constants as h2,
   type ServerHttp2Session,
   type ServerHttp2Stream,
 } from 'node:http2'
+import { PassThrough, type Readable } from 'node:stream'
+import { requestTimedOut } from './error-handling.js'
 
 export interface TransportLimits {
   /** Headers and body of a request (and a TLS handshake) must arrive within this. */
@@ -47,7 +50,8 @@ export function tlsLimits(limits: TransportLimits, http2: boolean) {
  * The fallback takes the HTTP/1 limits from the server's properties (read when it starts
  * listening); each session is watched here: one with no open stream closes after the request
  * timeout (before its first) or the keep-alive timeout (after one), and a stream whose request
- * has not arrived in full by the request timeout is handed to `stalled`.
+ * has not arrived in full by the request timeout is handed to `stalled` (or reset, if it was
+ * already answered).
  */
 export function enforceHttp2Limits(
   server: Http2SecureServer,
@@ -85,4 +89,34 @@ function watchSession(
       }
     })
   })
+}
+
+/**
+ * The request bodies the routes read over HTTP/2. A stream whose request is late fails its body
+ * with a 408 error as the routes read it, so the error handler answers it (logged and counted as
+ * any answer), and its session gets a GOAWAY, as HTTP/1.1 closes the connection.
+ */
+export class Http2Bodies {
+  private readonly bodies = new WeakMap<ServerHttp2Stream, PassThrough>()
+  private readonly late = new WeakSet<ServerHttp2Stream>()
+
+  /** The body the routes read in place of the request's own. */
+  watch(req: Http2ServerRequest): Readable {
+    const body = new PassThrough()
+    if (this.late.has(req.stream)) {
+      body.destroy(requestTimedOut())
+      return body
+    }
+    this.bodies.set(req.stream, body)
+    return req.pipe(body)
+  }
+
+  /** The stream's request has not arrived in full within the request timeout. */
+  stalled(stream: ServerHttp2Stream): void {
+    this.late.add(stream)
+    // Once answered, the rest of the body is refused (RST_STREAM NO_ERROR, RFC 9113 §8.1).
+    stream.once('finish', () => stream.close(h2.NGHTTP2_NO_ERROR))
+    this.bodies.get(stream)?.destroy(requestTimedOut())
+    stream.session?.close()
+  }
 }
