@@ -100,8 +100,9 @@ export class Http2Bodies {
   private readonly bodies = new WeakMap<ServerHttp2Stream, PassThrough>()
   private readonly late = new WeakSet<ServerHttp2Stream>()
 
-  /** The body the routes read in place of the request's own. */
+  /** The body the routes read in place of the request's own (which it is, if it has none). */
   watch(req: Http2ServerRequest): Readable {
+    if (req.stream.endAfterHeaders) return req
     const body = new PassThrough()
     if (this.late.has(req.stream)) {
       body.destroy(requestTimedOut())
