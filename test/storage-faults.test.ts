@@ -26,6 +26,7 @@ import { StorageUnavailableError } from '../src/storage/errors.js'
 import { Database } from '../src/storage/sqlite/driver.js'
 import { FILE_REPLACED, unavailableOr } from '../src/storage/sqlite/faults.js'
 import { tempDir } from './support/app.js'
+import { until } from './support/wait.js'
 import {
   call,
   type Pet,
@@ -172,14 +173,6 @@ async function assertNotReady(s: ServiceProcess): Promise<void> {
   assert.equal(ready.status, 503, ready.body)
   assert.deepEqual(JSON.parse(ready.body), NOT_READY)
   assert.equal((await get(s, '/healthz')).status, 200)
-}
-
-async function until(what: string, check: () => boolean | Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    if (await check()) return
-    await sleep(20)
-  }
-  assert.fail(`never happened: ${what}`)
 }
 
 const ready = (s: ServiceProcess) => async () => (await get(s, '/readyz')).status === 200

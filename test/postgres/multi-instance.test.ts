@@ -17,6 +17,7 @@ import pg from 'pg'
 import { PET_INSERT_LOCK } from '../../src/storage/postgres/migrations.js'
 import { freshPostgresUrl } from '../support/postgres.js'
 import { baseEnv, type StartedService as Instance, startService } from '../support/process.js'
+import { until } from '../support/wait.js'
 
 const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url))
 const CONFIGURED_KEY = 'multi-instance-configured-key-0123'
@@ -419,10 +420,6 @@ test('the rate limit is one budget across instances, kept in Redis by key id', a
 })
 
 /** Waits, however long it takes, until `check` holds. */
-async function until(check: () => boolean): Promise<void> {
-  while (!check()) await sleep(20)
-}
-
 /** A TCP proxy of the test's own in front of Redis, which the test can cut and restore. */
 async function redisProxy(t: TestContext) {
   const sockets = new Set<Socket>()
@@ -480,7 +477,7 @@ test('with Redis unreachable, limits hold in each instance, and are shared again
     [200, 0],
     [429, 0],
   ])
-  await until(() =>
+  await until('the outage is logged', () =>
     /"msg":"rate-limit store \(Redis\) unreachable: limits are counted per process until it answers"/.test(
       instance.stdout(),
     ),
@@ -498,7 +495,7 @@ test('with Redis unreachable, limits hold in each instance, and are shared again
   assert.equal(res.status, 200)
   assert.equal(remaining(res), 0)
   assert.equal((await list()).status, 429)
-  await until(() =>
+  await until('the end of the outage is logged', () =>
     /"msg":"rate-limit store \(Redis\) reachable again: limits are shared"/.test(instance.stdout()),
   )
 })

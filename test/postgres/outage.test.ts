@@ -16,6 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { freshPostgresUrl } from '../support/postgres.js'
 import { type StartedService, spawnService, startService } from '../support/process.js'
+import { until } from '../support/wait.js'
 
 const API_KEY = 'outage-test-key-0123456789'
 /** "No hang": every answer must come within this, though it normally comes far sooner. */
@@ -287,14 +288,6 @@ async function call(
 }
 
 /** Polls `check` until it holds; fails, naming `what`, if it never does. */
-async function until(what: string, check: () => boolean | Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 1500; i++) {
-    if (await check()) return
-    await sleep(20)
-  }
-  assert.fail(`never happened: ${what}`)
-}
-
 function assertUnavailable(a: Answer, what: string): void {
   assert.equal(a.status, 503, `${what}: ${JSON.stringify(a.body)}`)
   assert.deepEqual(a.body, DB_UNAVAILABLE, what)

@@ -6,7 +6,6 @@
 // because a connection that refused a write is not put back in the pool.
 import assert from 'node:assert/strict'
 import { describe, type TestContext, test } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { generateApiKey } from '../../src/auth/api-keys.js'
 import { StorageUnavailableError } from '../../src/storage/errors.js'
@@ -15,7 +14,8 @@ import {
   openPostgresStore,
   type PostgresStore,
 } from '../../src/storage/postgres/postgres-store.js'
-import { adminQuery, freshPostgresDatabase } from '../support/postgres.js'
+import { adminQuery, endConnections, freshPostgresDatabase } from '../support/postgres.js'
+import { until } from '../support/wait.js'
 import { call, listAllPets, type Reply, serviceHarness } from '../support/workers.js'
 
 const KEY = 'read-only-test-key-0123456789'
@@ -38,22 +38,6 @@ async function setReadOnly(database: string, on: boolean): Promise<void> {
       ? `ALTER DATABASE ${database} SET default_transaction_read_only = on`
       : `ALTER DATABASE ${database} RESET default_transaction_read_only`,
   )
-}
-
-/** Ends every connection to `database` but the administrator's own. */
-async function endSessions(database: string): Promise<void> {
-  await adminQuery(
-    'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
-    [database],
-  )
-}
-
-async function until(what: string, check: () => boolean | Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 1500; i++) {
-    if (await check()) return
-    await sleep(20)
-  }
-  assert.fail(`never happened: ${what}`)
 }
 
 // ---------------------------------------------------------------- the store
@@ -112,7 +96,7 @@ describe('postgres read-only: the store', () => {
 
   /** Ends the store's sessions, and waits until its pool has let go of every one. */
   async function endStoreSessions(database: string, store: PostgresStore): Promise<void> {
-    await endSessions(database)
+    await endConnections(database)
     await until('the pool drops its ended connections', () => connections(store) === 0)
   }
 
@@ -332,7 +316,7 @@ describe('postgres read-only: the service', () => {
     await until('creates succeed under load', () => load.count(201) >= 20)
 
     await setReadOnly(db.name, true)
-    await endSessions(db.name)
+    await endConnections(db.name)
     await until('creates are refused as read-only', () => load.count(503, READ_ONLY) >= 10)
 
     // Reads are answered by the database meanwhile: a pet and a page never asked for before.
@@ -349,7 +333,7 @@ describe('postgres read-only: the service', () => {
 
     const createdBefore = load.count(201)
     await setReadOnly(db.name, false)
-    await endSessions(db.name)
+    await endConnections(db.name)
     await until('creates succeed again', () => load.count(201) >= createdBefore + 20)
     await load.stop()
     t.diagnostic(tally(load))
@@ -387,7 +371,7 @@ describe('postgres read-only: the service', () => {
     const createdBefore = load.count(201)
     await until('the open sessions go on writing', () => load.count(201) >= createdBefore + 30)
 
-    await endSessions(db.name)
+    await endConnections(db.name)
     await until('creates are refused as read-only', () => load.count(503, READ_ONLY) >= 10)
 
     // Writable for new sessions only: the pooled connections, opened read-only, stay so. Each is

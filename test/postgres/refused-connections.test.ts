@@ -5,11 +5,11 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { describe, type TestContext, test } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { StorageUnavailableError } from '../../src/storage/errors.js'
 import { openPostgresStore, type PostgresStore } from '../../src/storage/postgres/postgres-store.js'
-import { adminQuery, freshPostgresDatabase } from '../support/postgres.js'
+import { adminQuery, endConnections, freshPostgresDatabase } from '../support/postgres.js'
+import { until } from '../support/wait.js'
 import { call, listAllPets, type Reply, serviceHarness } from '../support/workers.js'
 
 const KEY = 'refused-connections-key-0123456789'
@@ -19,22 +19,6 @@ const UNAVAILABLE = {
   status: 503,
 }
 const NOT_READY = { code: 'service_unavailable', message: 'storage is not reachable', status: 503 }
-
-/** Ends every connection to `database` but the administrator's own. */
-async function endConnections(database: string): Promise<void> {
-  await adminQuery(
-    'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
-    [database],
-  )
-}
-
-async function until(what: string, check: () => boolean | Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    if (await check()) return
-    await sleep(20)
-  }
-  assert.fail(`never happened: ${what}`)
-}
 
 function isUnavailable(err: unknown): boolean {
   assert.ok(err instanceof StorageUnavailableError, String(err))

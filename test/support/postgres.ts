@@ -67,3 +67,11 @@ export function adminQuery<R extends pg.QueryResultRow>(
 ): Promise<pg.QueryResult<R>> {
   return databases.connected((c) => c.query<R>(text, values))
 }
+
+/** Ends every connection to `database` but the administrator's own, as a failover or a restart would. */
+export async function endConnections(database: string): Promise<void> {
+  await adminQuery(
+    'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+    [database],
+  )
+}
