@@ -16,7 +16,14 @@ import {
 } from '../../src/storage/postgres/postgres-store.js'
 import { adminQuery, endConnections, freshPostgresDatabase } from '../support/postgres.js'
 import { until } from '../support/wait.js'
-import { call, listAllPets, type Reply, serviceHarness } from '../support/workers.js'
+import {
+  type CreateOutcome,
+  call,
+  listAllPets,
+  type Reply,
+  serviceHarness,
+  startCreateLoad,
+} from '../support/workers.js'
 
 const KEY = 'read-only-test-key-0123456789'
 const READ_ONLY = {
@@ -223,42 +230,12 @@ const create = (port: number, name: string, headers: Record<string, string> = {}
     headers,
   })
 
-interface Outcome {
-  name: string
-  reply: Reply
-}
-
-/** Clients creating pets one after another, each with a name never used before. */
-function startLoad(port: number, clients: number) {
-  const outcomes: Outcome[] = []
-  let stopped = false
-  const loops = Array.from({ length: clients }, async (_, c) => {
-    for (let n = 0; !stopped; n++) {
-      const name = `load-${c}-${n}`
-      outcomes.push({ name, reply: await create(port, name) })
-    }
-  })
-  return {
-    outcomes,
-    count: (status: number, body?: object) =>
-      outcomes.filter(
-        (o) =>
-          o.reply.status === status &&
-          (body === undefined || o.reply.body === JSON.stringify(body)),
-      ).length,
-    stop: async () => {
-      stopped = true
-      await Promise.all(loops)
-    },
-  }
-}
-
 /** How the creates were answered, for the test's output. */
-const tally = (load: ReturnType<typeof startLoad>) =>
+const tally = (load: ReturnType<typeof startCreateLoad>) =>
   `creates: ${load.count(201)} × 201, ${load.count(503, READ_ONLY)} × 503 read-only, ${load.count(503, UNREACHABLE)} × 503 not reachable, ${load.outcomes.length} in all`
 
 /** Every create answered 201 with its pet or 503 with a whole Error body; the pets made. */
-function createdPets(outcomes: Outcome[]): { id: number }[] {
+function createdPets(outcomes: CreateOutcome[]): { id: number }[] {
   const created: { id: number }[] = []
   for (const { name, reply } of outcomes) {
     if (reply.status === 503) {
@@ -311,7 +288,7 @@ describe('postgres read-only: the service', () => {
     const first = await create(port, 'first')
     assert.equal(first.status, 201, first.body)
     const firstPet = JSON.parse(first.body) as { id: number }
-    const load = startLoad(port, 4)
+    const load = startCreateLoad(port, KEY, 4)
     t.after(() => load.stop())
     await until('creates succeed under load', () => load.count(201) >= 20)
 
@@ -363,7 +340,7 @@ describe('postgres read-only: the service', () => {
     const db = await freshPostgresDatabase(t)
     const service = await serviceHarness(t).start([], settings(db.url))
     const port = service.port
-    const load = startLoad(port, 4)
+    const load = startCreateLoad(port, KEY, 4)
     t.after(() => load.stop())
     await until('creates succeed under load', () => load.count(201) >= 20)
 

@@ -10,7 +10,13 @@ import { StorageUnavailableError } from '../../src/storage/errors.js'
 import { openPostgresStore, type PostgresStore } from '../../src/storage/postgres/postgres-store.js'
 import { adminQuery, endConnections, freshPostgresDatabase } from '../support/postgres.js'
 import { until } from '../support/wait.js'
-import { call, listAllPets, type Reply, serviceHarness } from '../support/workers.js'
+import {
+  call,
+  listAllPets,
+  type Reply,
+  serviceHarness,
+  startCreateLoad,
+} from '../support/workers.js'
 
 const KEY = 'refused-connections-key-0123456789'
 const UNAVAILABLE = {
@@ -144,35 +150,6 @@ function assertUnavailableReply(reply: Reply, what: string): void {
   assert.equal(reply.headers['content-type'], 'application/json; charset=utf-8', what)
 }
 
-interface Outcome {
-  name: string
-  reply: Reply
-}
-
-/** Clients creating pets one after another, each with a name never used before. */
-function startLoad(port: number, clients: number) {
-  const outcomes: Outcome[] = []
-  let stopped = false
-  const loops = Array.from({ length: clients }, async (_, c) => {
-    for (let n = 0; !stopped; n++) {
-      const name = `load-${c}-${n}`
-      const body = JSON.stringify({ name, categoryId: 7, status: 'available' })
-      outcomes.push({
-        name,
-        reply: await call(port, { method: 'POST', path: '/v1/pets', key: KEY, body }),
-      })
-    }
-  })
-  return {
-    outcomes,
-    count: (status: number) => outcomes.filter((o) => o.reply.status === status).length,
-    stop: async () => {
-      stopped = true
-      await Promise.all(loops)
-    },
-  }
-}
-
 test('service: a database that stops accepting connections and ends them answers 503 until allowed again, losing no acknowledged pet', async (t) => {
   const db = await freshPostgresDatabase(t)
   const harness = serviceHarness(t)
@@ -200,7 +177,7 @@ test('service: a database that stops accepting connections and ends them answers
     body: JSON.stringify({ name: 'first', categoryId: 1 }),
   })
   assert.equal(first.status, 201, first.body)
-  const load = startLoad(port, 3)
+  const load = startCreateLoad(port, KEY, 3)
   t.after(() => load.stop())
   await until('creates succeed under load', () => load.count(201) >= 20)
 

@@ -197,3 +197,41 @@ export async function listAllPets(port: number, key: string): Promise<Pet[]> {
   }
   return pets
 }
+
+export interface CreateOutcome {
+  name: string
+  reply: Reply
+}
+
+/**
+ * `clients` clients creating pets one after another with `key`, each pet with a name never used
+ * before, until stopped: what each create was answered, and how many were answered `status`
+ * (with exactly `body`, when given).
+ */
+export function startCreateLoad(port: number, key: string, clients: number) {
+  const outcomes: CreateOutcome[] = []
+  let stopped = false
+  const loops = Array.from({ length: clients }, async (_, c) => {
+    for (let n = 0; !stopped; n++) {
+      const name = `load-${c}-${n}`
+      const body = JSON.stringify({ name, categoryId: 7, status: 'available' })
+      outcomes.push({
+        name,
+        reply: await call(port, { method: 'POST', path: '/v1/pets', key, body }),
+      })
+    }
+  })
+  return {
+    outcomes,
+    count: (status: number, body?: object) =>
+      outcomes.filter(
+        (o) =>
+          o.reply.status === status &&
+          (body === undefined || o.reply.body === JSON.stringify(body)),
+      ).length,
+    stop: async () => {
+      stopped = true
+      await Promise.all(loops)
+    },
+  }
+}
