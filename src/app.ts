@@ -20,7 +20,7 @@ import { docsPage } from './http/docs-page.js'
 import { restOfBodyDiscarded } from './http/early-answer.js'
 import { edgeViolation, unsupportedContentEncoding } from './http/edge.js'
 import { handleClientError, registerErrorHandling } from './http/error-handling.js'
-import { registerForwarding } from './http/forwarded.js'
+import { createOriginOf, registerForwarding } from './http/forwarded.js'
 import { frontDoor } from './http/front-door.js'
 import { healthRoutes } from './http/health.js'
 import { isAcceptedJsonCharset, parseJsonBody } from './http/json-body.js'
@@ -114,7 +114,9 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     },
     ...tlsServerOptions(deps.tls, serverOptions, limits),
   })
-  registerForwarding(app, config.trustProxy)
+  // One rule for both doors: the routes read it through request.ip/host/protocol.
+  const originOf = createOriginOf(config.trustProxy)
+  registerForwarding(app, originOf)
   // HTTP/2 bodies late past the request timeout fail as they are read, so the routes answer 408.
   const http2Bodies = deps.tls?.http2 ? new Http2Bodies() : undefined
   if (http2Bodies !== undefined) {
@@ -232,7 +234,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       transport,
       isDraining,
       varyOrigin: config.corsOrigins.length > 0,
-      trustProxy: config.trustProxy,
+      originOf,
       fallbackOrigin,
     })
     serveHotPathFirst(app.server as Server, hotPath)

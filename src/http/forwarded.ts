@@ -122,8 +122,7 @@ export function createOriginOf(trust: TrustProxy): OriginOf {
  * Fastify's own trustProxy must be off: its getters would stand in the way of these, and it reads
  * X-Forwarded-Proto and -Host at their last entry whatever hop the address came from.
  */
-export function registerForwarding(app: FastifyInstance, trust: TrustProxy): void {
-  const originOf = createOriginOf(trust)
+export function registerForwarding(app: FastifyInstance, originOf: OriginOf): void {
   app.decorateRequest('ip', {
     getter(this: FastifyRequest) {
       return originOf(this.raw).ip

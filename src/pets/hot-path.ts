@@ -19,7 +19,7 @@ import type { Admitted, HotAuth } from '../auth/authenticate.js'
 import type { Clock } from '../clock.js'
 import { edgeViolation } from '../http/edge.js'
 import { toErrorBody } from '../http/error-handling.js'
-import { createOriginOf, type TrustProxy } from '../http/forwarded.js'
+import type { OriginOf } from '../http/forwarded.js'
 import { parseJsonBody } from '../http/json-body.js'
 import { requestId } from '../http/request-id.js'
 import { requestLineWriter } from '../http/request-log.js'
@@ -68,8 +68,8 @@ export interface HotPathOptions {
   isDraining: () => boolean
   /** CORS is on: @fastify/cors puts `Vary: Origin` on every response, with or without Origin. */
   varyOrigin: boolean
-  /** Whose forwarded headers give the client address, host and protocol: Fastify's rule too. */
-  trustProxy: TrustProxy
+  /** The client address, host and protocol, by the rule Fastify's requests follow too. */
+  originOf: OriginOf
   fallbackOrigin: string
 }
 
@@ -178,7 +178,6 @@ export function createHotPath(o: HotPathOptions): HotPath {
   const { store, pages, pets, logger, metrics } = o
   const { admit } = o.auth
   const logCompleted = requestLineWriter(logger)
-  const originOf = createOriginOf(o.trustProxy)
   const getPetJsonAt = store.getPetJsonAt?.bind(store)
   // The routes' own validators: the app's compiler hands out what it compiled for them.
   const validateQuery = o.compileValidator({
@@ -312,7 +311,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
       status: a.status,
       elapsedMs,
       apiKeyName: a.apiKeyName,
-      remoteAddress: originOf(a.req).ip,
+      remoteAddress: o.originOf(a.req).ip,
     })
   }
   const finish = (a: Answer) => {
@@ -359,7 +358,7 @@ export function createHotPath(o: HotPathOptions): HotPath {
     const id = requestId(req)
     const headers = hookHeaders(id, admitted, false)
     if (page.nextCursor !== null) {
-      const { protocol, host } = originOf(req)
+      const { protocol, host } = o.originOf(req)
       headers.push('link', nextPageLink(protocol, host, o.fallbackOrigin, query, page.nextCursor))
     }
     finish({
