@@ -38,6 +38,7 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '32' },
     reference: { type: 'string' },
     stores: { type: 'string', default: 'sqlite,postgres' },
+    setups: { type: 'string', default: 'lane,routes' },
     keep: { type: 'boolean', default: false },
   },
 })
@@ -80,6 +81,28 @@ function storeList(raw: string): StoreKind[] {
   return list as StoreKind[]
 }
 const stores = storeList(values.stores)
+
+/**
+ * The doors a request can take, each a service of its own: the fast lane in front of the routes
+ * (the default), and the routes alone (every request the lane declines takes them).
+ */
+const SETUPS = {
+  lane: { suffix: '', env: {} },
+  routes: { suffix: ' (routes only)', env: { PETSTORE_HOT_PATH: 'false' } },
+} as const satisfies Record<string, { suffix: string; env: Record<string, string> }>
+type SetupName = keyof typeof SETUPS
+
+function setupList(raw: string): SetupName[] {
+  const list = raw.split(',').map((s) => s.trim())
+  if (list.some((s) => !(s in SETUPS)) || new Set(list).size !== list.length) {
+    process.stderr.write(
+      `bench: --setups must list some of ${Object.keys(SETUPS).join(', ')}, each once\n`,
+    )
+    process.exit(2)
+  }
+  return list as SetupName[]
+}
+const setups = setupList(values.setups)
 
 interface Op {
   name: string
@@ -203,6 +226,8 @@ interface Planned {
   store: StoreKind
   pets: number
   label: string
+  /** The service's environment beyond the store's (SETUPS). */
+  env: Record<string, string>
 }
 
 /** A fresh, empty store of kind `store` for a service working in `dir`. */
@@ -216,7 +241,7 @@ async function freshPlace(store: StoreKind, dir: string): Promise<Place> {
 
 /** Seeds the store at `place` with `pets`, then starts the service on it twice (see below). */
 async function prepareService(
-  { store, pets, label }: Planned,
+  { store, pets, label, env }: Planned,
   place: Place,
 ): Promise<ServiceUnderTest> {
   log(`bench: ${label}: seeding ${pets} pets in ${place.databaseUrl}`)
@@ -225,8 +250,8 @@ async function prepareService(
   const key = await createKey(place)
   const logFile = join(place.dir, 'service.log')
   // First start opens the freshly seeded store; the second is the start-up that is reported.
-  await stop(await startService(place, SERVER_CPU, logFile))
-  const running = await startService(place, SERVER_CPU, logFile)
+  await stop(await startService(place, SERVER_CPU, logFile, env))
+  const running = await startService(place, SERVER_CPU, logFile, env)
   log(`bench: ${label}: ready in ${running.startupMs.toFixed(0)} ms on port ${running.port}`)
   return { store, pets, label, running, key, ops: opsFor(pets, place.dir), seedMs, logFile }
 }
@@ -367,10 +392,16 @@ async function main(): Promise<void> {
               store,
               pets: reference,
               label: `${STORE_NAMES[store]} ${reference.toLocaleString('en-US')}`,
+              env: {},
             },
           ]
         : []),
-      { store, pets, label: STORE_NAMES[store] },
+      ...setups.map((setup) => ({
+        store,
+        pets,
+        label: `${STORE_NAMES[store]}${SETUPS[setup].suffix}`,
+        env: { ...SETUPS[setup].env },
+      })),
     ])
     let baseline: Running | undefined
     let services: ServiceUnderTest[] = []

@@ -1,56 +1,61 @@
-// Builds the HTTP application from its dependencies; listening is left to the caller, so tests
-// build a fresh app per test and drive it in-process.
-import type { IncomingMessage, Server } from 'node:http'
+// Builds the HTTP application from its dependencies: one core (admission, the pet operations, the
+// envelope) behind two doors, Fastify's routes and the fast lane. Listening is left to the caller,
+// so tests build a fresh app per test and drive it in-process.
+import type { IncomingMessage } from 'node:http'
 import type { Http2SecureServer, Http2ServerRequest } from 'node:http2'
 import type { Socket } from 'node:net'
-import { Readable } from 'node:stream'
 import Fastify, {
   type FastifyInstance,
   type FastifyReply,
   type FastifyServerOptions,
 } from 'fastify'
 import type { Redis } from 'ioredis'
+import { Admissions } from './auth/admission.js'
 import { ApiKeyVerifier } from './auth/api-keys.js'
 import { registerAuth } from './auth/authenticate.js'
+import { openRateCounters } from './auth/rate-counters.js'
 import { type Clock, systemClock } from './clock.js'
 import type { Config } from './config.js'
-import { ApiError, errorBody } from './errors.js'
+import { ApiError } from './errors.js'
+import { createFastLane, type FastLane } from './fast-lane/fast-lane.js'
+import { requestRules } from './fast-lane/requests.js'
 import { registerCors } from './http/cors.js'
 import { docsPage } from './http/docs-page.js'
 import { restOfBodyDiscarded } from './http/early-answer.js'
-import { edgeViolation, unsupportedContentEncoding } from './http/edge.js'
-import { handleClientError, registerErrorHandling } from './http/error-handling.js'
+import { unsupportedContentEncoding } from './http/edge.js'
+import { Envelope, errorOutcome } from './http/envelope.js'
+import { handleClientError, registerErrorHandling, sendOutcome } from './http/error-handling.js'
 import { createOriginOf, registerForwarding } from './http/forwarded.js'
 import { frontDoor } from './http/front-door.js'
 import { healthRoutes } from './http/health.js'
 import { isAcceptedJsonCharset, parseJsonBody } from './http/json-body.js'
+import { serverWithLane } from './http/lane-server.js'
 import { registerOpenApi } from './http/openapi.js'
 import { requestId } from './http/request-id.js'
 import { RequestLogController } from './http/request-log.js'
+import { registerRootHooks } from './http/root-hooks.js'
 import { serializerCompiler } from './http/serialization.js'
 import {
-  closeConnectionAfterResponse,
   closeHttp2SessionsOnClose,
   type TlsMaterial,
   tlsServerOptions,
   transportHeaders,
 } from './http/tls.js'
-import { enforceHttp2Limits, Http2Bodies, http1Limits } from './http/transport-limits.js'
+import {
+  enforceHttp2Limits,
+  Http2Bodies,
+  http1Limits,
+  type TransportLimits,
+} from './http/transport-limits.js'
 import { createValidatorCompiler } from './http/validation.js'
 import './http/types.js'
 import { Metrics } from './observability/metrics.js'
 import { DeprecatedCallCounter, deprecationHeaders } from './pets/deprecation.js'
-import {
-  canServeHotPath,
-  createHotPath,
-  replayedBody,
-  serveHotPathFirst,
-  turnDataVersion,
-} from './pets/hot-path.js'
+import { PetOperations } from './pets/operations.js'
 import { MAX_CACHED_PAGES, MAX_CACHED_PETS, ReadCache } from './pets/read-cache.js'
 import { petRoutes } from './pets/routes.js'
 import { PetService } from './pets/service.js'
-import { readDataVersion, type Store } from './storage/store.js'
+import type { Store } from './storage/store.js'
 
 export interface AppDependencies {
   config: Config
@@ -76,17 +81,99 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   if (config.rateLimitStore === 'redis' && !deps.redis) {
     throw new Error('rateLimitStore is redis but no Redis client was given to buildApp')
   }
-  const transport = transportHeaders(deps.tls, config.hstsMaxAgeSeconds)
-  const limits = {
+  const envelope = new Envelope({
+    transport: transportHeaders(deps.tls, config.hstsMaxAgeSeconds),
+    deprecation: deprecationHeaders(config.deprecatedAt),
+  })
+  const isDraining = deps.isDraining ?? (() => false)
+  const metrics = deps.metrics ?? new Metrics({ processMetrics: false })
+  metrics.watchStore(store)
+  // HTTP/2 requests take other objects; without a data version the lane could cache nothing.
+  const laneOn = config.hotPath && store.dataVersion !== undefined && !deps.tls?.http2
+  let lane: FastLane | null = null
+  const app = createFastify(deps, envelope, laneOn ? () => lane : null)
+  const originOf = createOriginOf(config.trustProxy)
+  registerForwarding(app, originOf)
+  const compileValidator = registerBodies(app, watchHttp2(app, deps.tls, limitsOf(config)))
+  registerErrorHandling(app, { isDraining })
+  registerRootHooks(app, { envelope, isDraining, store, metrics })
+  await registerCors(app, config.corsOrigins)
+  const admissions = new Admissions({
+    verifier: new ApiKeyVerifier(store, clock, config.apiKeys),
+    rateLimit: { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs },
+    authFailureLimit: { max: config.authFailureLimitMax, windowMs: config.authFailureWindowMs },
+    counters: openRateCounters(
+      {
+        perKey: { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs },
+        perAddress: { max: config.authFailureLimitMax, windowMs: config.authFailureWindowMs },
+      },
+      config.rateLimitStore === 'redis' ? deps.redis : undefined,
+      app.log,
+    ),
+    onRateLimited: (policy) => metrics.rateLimitRejected(policy),
+  })
+  registerAuth(app, admissions)
+  await registerOpenApi(app, { productionUrl: config.productionUrl, stagingUrl: config.stagingUrl })
+  await app.register(docsPage, { specUrl: '/v1/openapi.json' })
+  await app.register(frontDoor, { docsUrl: '/docs', specUrl: '/v1/openapi.json' })
+
+  const service = new PetService(store, clock)
+  const deprecatedCalls = new DeprecatedCallCounter(clock, config.deprecatedCallLogIntervalMs)
+  metrics.watchDeprecatedCalls(() => deprecatedCalls.counts())
+  const operations = new PetOperations({
+    service,
+    store,
+    clock,
+    deprecatedCalls,
+    fallbackOrigin: new URL(config.productionUrl).origin,
+    pages: new ReadCache(MAX_CACHED_PAGES),
+    pets: new ReadCache(MAX_CACHED_PETS),
+  })
+  await app.register(healthRoutes, { store, isDraining })
+  await app.register(petRoutes, operations)
+  if (laneOn) {
+    lane = createFastLane({
+      takes: requestRules({
+        compileValidator,
+        bodyLimit: BODY_LIMIT_BYTES,
+        isDraining,
+        recognises: (authorization) => admissions.recognises(authorization),
+      }),
+      admissions,
+      operations,
+      envelope,
+      compileValidator,
+      store,
+      logger: app.log,
+      metrics,
+      varyOrigin: config.corsOrigins.length > 0,
+      originOf,
+    })
+  }
+  purgeIdempotencyKeys(app, service)
+  return app
+}
+
+function limitsOf(config: Config): TransportLimits {
+  return {
     requestTimeoutMs: config.requestTimeoutMs,
     keepAliveTimeoutMs: config.keepAliveTimeoutMs,
   }
+}
+
+/** Fastify with the service's options; `lane` (when given) is offered each HTTP/1 request first. */
+function createFastify(
+  deps: AppDependencies,
+  envelope: Envelope,
+  lane: (() => FastLane | null) | null,
+): FastifyInstance {
+  const { config } = deps
+  const limits = limitsOf(config)
   // Node's own 400 for a missing Host has an empty body: the edge check answers that instead.
   const serverOptions = { ...http1Limits(limits), requireHostHeader: false }
   // Requests answered while their body was still arriving (a 413, a 401): a timeout of that body
   // ends the connection without a second answer.
   const answeredEarly = new WeakMap<Socket, IncomingMessage>()
-  const isAnsweredEarly = (socket: Socket) => answeredEarly.get(socket)?.complete === false
   const app = Fastify({
     logger: deps.logger ?? false,
     logController: new RequestLogController(),
@@ -103,149 +190,87 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     // arrive on open connections are served instead (storage closes only after they finish).
     return503OnClosing: false,
     clientErrorHandler: (error, socket) =>
-      handleClientError(error, socket, transport, isAnsweredEarly),
-    frameworkErrors: (_error, request, rawReply) => {
-      const reply = rawReply as FastifyReply
-      reply
-        .code(400)
-        .headers({ 'x-request-id': request.id, 'cache-control': 'no-store', ...transport })
-        // The framework's message repeats the whole URL, at any length: say what is wrong instead.
-        .send(errorBody('invalid_request', 'the request URL is malformed'))
+      handleClientError(error, socket, envelope, (s) => answeredEarly.get(s)?.complete === false),
+    frameworkErrors: (_error, request, reply) => {
+      // Before any hook ran: the envelope's headers are set here. The framework's message repeats
+      // the whole URL, at any length: say what is wrong instead.
+      const error = new ApiError('invalid_request', 'the request URL is malformed')
+      sendOutcome(reply as FastifyReply, {
+        ...errorOutcome(error, request.log),
+        headers: envelope.headers(request.id),
+      })
     },
     ...tlsServerOptions(deps.tls, serverOptions, limits),
+    ...(lane === null ? {} : { serverFactory: serverWithLane(lane) }),
   })
-  // One rule for both doors: the routes read it through request.ip/host/protocol.
-  const originOf = createOriginOf(config.trustProxy)
-  registerForwarding(app, originOf)
-  // HTTP/2 bodies late past the request timeout fail as they are read, so the routes answer 408.
-  const http2Bodies = deps.tls?.http2 ? new Http2Bodies() : undefined
-  if (http2Bodies !== undefined) {
-    const server = app.server as unknown as Http2SecureServer
-    enforceHttp2Limits(server, limits, (stream) => http2Bodies.stalled(stream))
-    closeHttp2SessionsOnClose(app)
-  }
-
-  const compileValidator = createValidatorCompiler()
-  app.setValidatorCompiler(compileValidator)
-  app.setSerializerCompiler(serializerCompiler)
-  // Only JSON bodies are accepted; every other media type is 415.
-  app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    if (!isAcceptedJsonCharset(request.headers['content-type'] ?? '')) {
-      done(new ApiError('unsupported_media_type', 'request body must be UTF-8 application/json'))
-      return
-    }
-    try {
-      done(null, parseJsonBody(body as Buffer))
-    } catch (err) {
-      done(err as Error)
-    }
-  })
-
-  const isDraining = deps.isDraining ?? (() => false)
-  registerErrorHandling(app, { isDraining })
-
-  const deprecation = deprecationHeaders(config.deprecatedAt)
-  app.decorateRequest('dataVersion', undefined)
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('x-request-id', request.id)
-    reply.header('cache-control', 'no-store')
-    reply.headers(transport)
-    // While draining, each keep-alive connection serves one more request and then closes, so
-    // clients reconnect to another instance instead of racing the listener's close.
-    if (isDraining()) closeConnectionAfterResponse(request, reply)
-    if (request.routeOptions.config.deprecated) reply.headers(deprecation)
-    const violation = edgeViolation(request.raw)
-    if (violation !== null) throw violation
-    // Read once per request, before any cache is consulted: every cache the request consults is
-    // checked against the same moment. Public routes consult none.
-    if (request.routeOptions.config.public !== true) {
-      request.dataVersion = turnDataVersion(request.raw) ?? (await readDataVersion(store))
-    }
-  })
-
-  // Labels come from the route's operation name, never the URL, so their number stays small.
-  const metrics = deps.metrics ?? new Metrics({ processMetrics: false })
-  metrics.watchStore(store)
-  app.addHook('onResponse', async (request, reply) => {
-    const operation = request.routeOptions.config.operation ?? 'unknown'
-    const labels = { operation, method: request.method, status: reply.statusCode }
-    metrics.requestCompleted(labels, reply.elapsedTime / 1000)
+  app.addHook('onResponse', (request, _reply, done) => {
     if (!request.raw.complete) answeredEarly.set(request.raw.socket, request.raw)
+    done()
   })
   app.addHook('onSend', (request, reply, payload, done) => {
     const discarding = restOfBodyDiscarded(request.raw, reply.getHeader('connection'))
     if (discarding === undefined) done(null, payload)
     else discarding.then(() => done(null, payload))
   })
+  return app
+}
 
-  await registerCors(app, config.corsOrigins)
-  const hotAuth = await registerAuth(app, {
-    verifier: new ApiKeyVerifier(store, clock, config.apiKeys),
-    rateLimit: { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs },
-    authFailureLimit: { max: config.authFailureLimitMax, windowMs: config.authFailureWindowMs },
-    onRateLimited: (policy) => metrics.rateLimitRejected(policy),
-    ...(config.rateLimitStore === 'redis' ? { redis: deps.redis } : {}),
+/** HTTP/2 bodies late past the request timeout fail as they are read, so the routes answer 408. */
+function watchHttp2(
+  app: FastifyInstance,
+  tls: TlsMaterial | undefined,
+  limits: TransportLimits,
+): Http2Bodies | undefined {
+  if (!tls?.http2) return undefined
+  const bodies = new Http2Bodies()
+  enforceHttp2Limits(app.server as unknown as Http2SecureServer, limits, (stream) =>
+    bodies.stalled(stream),
+  )
+  closeHttp2SessionsOnClose(app)
+  return bodies
+}
+
+/** Validation, serialization and the one body type accepted (JSON); returns the validator compiler. */
+function registerBodies(app: FastifyInstance, http2Bodies: Http2Bodies | undefined) {
+  const compileValidator = createValidatorCompiler()
+  app.setValidatorCompiler(compileValidator)
+  app.setSerializerCompiler(serializerCompiler)
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    if (!isAcceptedJsonCharset(request.headers['content-type'] ?? '')) {
+      done(new ApiError('unsupported_media_type', 'request body must be UTF-8 application/json'))
+      return
+    }
+    done(null, body)
   })
-  await registerOpenApi(app, { productionUrl: config.productionUrl, stagingUrl: config.stagingUrl })
-  await app.register(docsPage, { specUrl: '/v1/openapi.json' })
-  await app.register(frontDoor, { docsUrl: '/docs', specUrl: '/v1/openapi.json' })
-
-  const service = new PetService(store, clock)
-  const pages = new ReadCache(MAX_CACHED_PAGES)
-  const pets = new ReadCache(MAX_CACHED_PETS)
-  const deprecatedCalls = new DeprecatedCallCounter(clock, config.deprecatedCallLogIntervalMs)
-  metrics.watchDeprecatedCalls(() => deprecatedCalls.counts())
-  const fallbackOrigin = new URL(config.productionUrl).origin
-  // HTTP/2 requests take other objects; counters in Redis cannot answer synchronously.
-  const hot = config.hotPath && canServeHotPath(store) && !deps.tls?.http2 ? hotAuth : null
+  // Parsed here rather than in the content-type parser, whose failures Fastify answers with
+  // `Connection: close`: a malformed body is an error like any other, on a connection that stays.
+  app.addHook('preValidation', (request, _reply, done) => {
+    if (!Buffer.isBuffer(request.body)) return done()
+    try {
+      request.body = parseJsonBody(request.body)
+      done()
+    } catch (err) {
+      done(err as Error)
+    }
+  })
+  // After authentication, before a byte of the body is read.
   app.addHook('preParsing', (request, _reply, payload, done) => {
-    // After authentication, before a byte of the body is read.
     const refused = unsupportedContentEncoding(request.raw)
-    if (refused !== null) {
-      done(refused)
-      return
-    }
-    if (http2Bodies !== undefined && request.raw.httpVersionMajor === 2) {
+    if (refused !== null) done(refused)
+    else if (http2Bodies !== undefined && request.raw.httpVersionMajor === 2) {
       done(null, http2Bodies.watch(request.raw as unknown as Http2ServerRequest))
-      return
-    }
-    // A create the hot path read and then left to the routes comes with its body already taken
-    // from the socket: Fastify's parser gets the bytes the hot path kept.
-    const body = hot === null ? undefined : replayedBody(request.raw)
-    done(null, body === undefined ? payload : Readable.from([body]))
+    } else done(null, payload)
   })
-  await app.register(healthRoutes, { store, isDraining })
-  await app.register(petRoutes, { service, clock, deprecatedCalls, fallbackOrigin, pages, pets })
-  if (hot !== null) {
-    const hotPath = createHotPath({
-      auth: hot,
-      compileValidator,
-      store,
-      pages,
-      pets,
-      service,
-      bodyLimit: BODY_LIMIT_BYTES,
-      logger: app.log,
-      metrics,
-      clock,
-      deprecatedCalls,
-      deprecation,
-      transport,
-      isDraining,
-      varyOrigin: config.corsOrigins.length > 0,
-      originOf,
-      fallbackOrigin,
-    })
-    serveHotPathFirst(app.server as Server, hotPath)
-  }
+  return compileValidator
+}
 
+function purgeIdempotencyKeys(app: FastifyInstance, service: PetService): void {
   const purge = () =>
     service.purgeExpiredIdempotencyKeys().catch((err) => app.log.warn({ err }, 'purge failed'))
-  const purgeTimer = setInterval(purge, IDEMPOTENCY_PURGE_INTERVAL_MS).unref()
+  const timer = setInterval(purge, IDEMPOTENCY_PURGE_INTERVAL_MS).unref()
   app.addHook('onReady', async () => {
     await purge()
   })
-  app.addHook('onClose', async () => clearInterval(purgeTimer))
-  return app
+  app.addHook('onClose', async () => clearInterval(timer))
 }

@@ -1,10 +1,33 @@
 // The only module that reads process.env: every setting is parsed and checked here, once, at start.
-import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { durationParser } from './duration.js'
-import { compileTrust, type TrustProxy } from './http/forwarded.js'
+import { readDotEnv } from './dot-env.js'
+import type { TrustProxy } from './http/forwarded.js'
 import { GETPET_SUNSET } from './pets/deprecation.js'
+import {
+  apiKeyList,
+  baseUrl,
+  boolean,
+  databaseUrl,
+  duration,
+  durationBetween,
+  instant,
+  integer,
+  logFormat,
+  logLevel,
+  logLevels,
+  MAX_PROXY_HOPS,
+  optionalPort,
+  originList,
+  type Parser,
+  path,
+  rateLimitStore,
+  redisUrl,
+  text,
+  trustProxy,
+} from './setting-parsers.js'
 import { DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY } from './storage/idempotency-cap.js'
+
+export { duration } from './setting-parsers.js'
 
 export interface Config {
   port: number
@@ -63,8 +86,6 @@ export class ConfigError extends Error {
   }
 }
 
-type Parser<T> = (raw: string) => T
-
 interface Setting<K extends keyof Config> {
   key: K
   env: string
@@ -72,144 +93,6 @@ interface Setting<K extends keyof Config> {
   accepts: string
   description: string
   parse: Parser<Config[K]>
-}
-
-const integer =
-  (min: number, max: number): Parser<number> =>
-  (raw) => {
-    if (!/^\d+$/.test(raw)) throw new Error()
-    const n = Number(raw)
-    if (n < min || n > max) throw new Error()
-    return n
-  }
-
-const settingDuration = durationParser(['ms', 's', 'm', 'h'])
-
-/** A duration such as `500ms`, `30s`, `1m`, `2h`; returns milliseconds. */
-export const duration: Parser<number> = (raw) => {
-  const ms = settingDuration(raw)
-  if (ms === null) throw new Error()
-  return ms
-}
-
-const durationBetween =
-  (minMs: number, maxMs: number): Parser<number> =>
-  (raw) => {
-    const ms = duration(raw)
-    if (ms < minMs || ms > maxMs) throw new Error()
-    return ms
-  }
-
-const instant: Parser<Date> = (raw) => {
-  // An ISO 8601 instant with an explicit zone, so the meaning never depends on the machine's TZ.
-  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(raw))
-    throw new Error()
-  const d = new Date(raw)
-  if (Number.isNaN(d.getTime())) throw new Error()
-  return d
-}
-
-const baseUrl: Parser<string> = (raw) => {
-  const u = new URL(raw)
-  const trimmed = raw.replace(/\/+$/, '')
-  if ((u.protocol !== 'http:' && u.protocol !== 'https:') || !trimmed.endsWith('/v1')) {
-    throw new Error()
-  }
-  return trimmed
-}
-
-const boolean: Parser<boolean> = (raw) => {
-  if (raw === 'true' || raw === '1') return true
-  if (raw === 'false' || raw === '0') return false
-  throw new Error()
-}
-
-const databaseUrl: Parser<string> = (raw) => {
-  if (raw.startsWith('sqlite:') && raw.length > 'sqlite:'.length) return raw
-  if (/^postgres(ql)?:\/\//.test(raw)) {
-    new URL(raw)
-    return raw
-  }
-  throw new Error()
-}
-
-const apiKeyList: Parser<string[]> = (raw) => {
-  const keys = raw
-    .split(',')
-    .map((k) => k.trim())
-    .filter((k) => k !== '')
-  // Keys travel in an Authorization header: they must be visible ASCII and long enough to be secret.
-  if (keys.some((k) => !/^[\x21-\x7e]{16,512}$/.test(k))) throw new Error()
-  return keys
-}
-
-const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
-const logLevel: Parser<Config['logLevel']> = (raw) => {
-  const level = logLevels.find((l) => l === raw)
-  if (!level) throw new Error()
-  return level
-}
-
-const path: Parser<string> = (raw) => {
-  if (raw === '' || raw.includes('\0')) throw new Error()
-  return raw
-}
-
-const originList: Parser<string[]> = (raw) => {
-  const origins = raw
-    .split(',')
-    .map((o) => o.trim())
-    .filter((o) => o !== '')
-  for (const o of origins) {
-    const u = new URL(o)
-    // An origin is scheme, host and port only: anything more would never match a browser's.
-    if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.origin !== o) throw new Error()
-  }
-  return origins
-}
-
-const optionalPort: Parser<number | null> = (raw) => (raw === 'off' ? null : integer(0, 65535)(raw))
-
-const rateLimitStore: Parser<Config['rateLimitStore']> = (raw) => {
-  if (raw !== 'memory' && raw !== 'redis') throw new Error()
-  return raw
-}
-
-const redisUrl: Parser<string> = (raw) => {
-  if (!/^rediss?:\/\//.test(raw)) throw new Error()
-  new URL(raw)
-  return raw
-}
-
-const logFormats = ['json', 'pretty', 'auto'] as const
-const logFormat: Parser<Config['logFormat']> = (raw) => {
-  const format = logFormats.find((f) => f === raw)
-  if (!format) throw new Error()
-  return format
-}
-
-/** Longest chain of proxies a hop count may name. */
-const MAX_PROXY_HOPS = 64
-
-const trustProxy: Parser<TrustProxy> = (raw) => {
-  if (raw === 'true') return true
-  if (raw === 'false') return false
-  if (/^[0-9]+$/.test(raw)) {
-    const hops = integer(0, MAX_PROXY_HOPS)(raw)
-    return hops === 0 ? false : hops
-  }
-  const ranges = raw
-    .split(',')
-    .map((r) => r.trim())
-    .filter((r) => r !== '')
-  if (ranges.length === 0) throw new Error()
-  compileTrust(ranges)
-  return ranges
-}
-
-const text: Parser<string> = (raw) => {
-  if (raw === '') throw new Error()
-  return raw
 }
 
 export const settings = [
@@ -518,23 +401,6 @@ const nullableWhenEmpty = new Set<keyof Config>([
 ])
 const emptyListWhenEmpty = new Set<keyof Config>(['apiKeys', 'corsOrigins'])
 
-/** Parses `KEY=value` lines of a .env file; the real environment wins over it. */
-function readDotEnv(path: string): Record<string, string> {
-  let content: string
-  try {
-    content = readFileSync(path, 'utf8')
-  } catch {
-    return {}
-  }
-  const out: Record<string, string> = {}
-  for (const line of content.split(/\r?\n/)) {
-    const m = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line)
-    if (!m || line.trimStart().startsWith('#')) continue
-    out[m[1]!] = m[2]!.replace(/^(['"])(.*)\1$/, '$2')
-  }
-  return out
-}
-
 export function loadConfig(
   env: Record<string, string | undefined> = process.env,
   dotEnvPath: string | null = '.env',
@@ -555,19 +421,25 @@ export function loadConfig(
     }
   }
   const result = config as unknown as Config
-  if (problems.length === 0 && result.deprecatedAt.getTime() > GETPET_SUNSET.getTime()) {
-    problems.push(
-      `PETSTORE_GETPET_DEPRECATED_AT must not be after the sunset ${GETPET_SUNSET.toISOString()}`,
-    )
-  }
-  if (problems.length === 0 && (result.tlsCertPath === null) !== (result.tlsKeyPath === null)) {
-    problems.push('PETSTORE_TLS_CERT and PETSTORE_TLS_KEY must be set together')
-  }
-  if (problems.length === 0 && result.http2 && result.tlsCertPath === null) {
-    problems.push('PETSTORE_HTTP2=true needs PETSTORE_TLS_CERT and PETSTORE_TLS_KEY')
-  }
+  if (problems.length === 0) problems.push(...crossProblems(result))
   if (problems.length > 0) throw new ConfigError(problems)
   return result
+}
+
+/** What is wrong between settings that are each valid: the first such problem, if any. */
+function crossProblems(config: Config): string[] {
+  if (config.deprecatedAt.getTime() > GETPET_SUNSET.getTime()) {
+    return [
+      `PETSTORE_GETPET_DEPRECATED_AT must not be after the sunset ${GETPET_SUNSET.toISOString()}`,
+    ]
+  }
+  if ((config.tlsCertPath === null) !== (config.tlsKeyPath === null)) {
+    return ['PETSTORE_TLS_CERT and PETSTORE_TLS_KEY must be set together']
+  }
+  if (config.http2 && config.tlsCertPath === null) {
+    return ['PETSTORE_HTTP2=true needs PETSTORE_TLS_CERT and PETSTORE_TLS_KEY']
+  }
+  return []
 }
 
 /** Settings for tests and tools: the defaults with some overridden. */

@@ -1,20 +1,20 @@
 // Runs the service: config → storage → app → listen; SIGTERM and SIGINT drain and exit 0.
-import { open, rm } from 'node:fs/promises'
-import { dirname, join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 import type { Redis } from 'ioredis'
 import { buildApp } from './app.js'
-import { createApiKey, generateApiKey } from './auth/api-keys.js'
 import { openRedis } from './auth/redis.js'
+import { ensureBootstrapKey } from './bootstrap-key.js'
 import { type Clock, clockStartingAt, systemClock } from './clock.js'
 import type { Config } from './config.js'
-import { loadTls } from './http/tls.js'
+import { loadTls, type TlsMaterial } from './http/tls.js'
 import { loggerOptions } from './observability/logging.js'
 import { Metrics } from './observability/metrics.js'
 import { type MetricsServer, startMetricsServer } from './observability/metrics-server.js'
 import { openStore } from './storage/open-store.js'
 import type { Store } from './storage/store.js'
+
+export { bootstrapKeyPath, ensureBootstrapKey } from './bootstrap-key.js'
 
 export interface RunningServer {
   app: FastifyInstance
@@ -43,89 +43,98 @@ export function clockFor(config: Config): Clock {
   return config.now ? clockStartingAt(config.now) : systemClock
 }
 
-/** Where the bootstrap key is written when there is no terminal to show it on. */
-export function bootstrapKeyPath(config: Pick<Config, 'bootstrapKeyFile' | 'databaseUrl'>): string {
-  if (config.bootstrapKeyFile !== null) return resolve(config.bootstrapKeyFile)
-  const sqlitePath = config.databaseUrl.startsWith('sqlite:')
-    ? config.databaseUrl.slice('sqlite:'.length)
-    : ':memory:'
-  return sqlitePath === ':memory:'
-    ? resolve('bootstrap-key')
-    : join(dirname(resolve(sqlitePath)), 'bootstrap-key')
+/** What runs on top of the store, each closed in turn by a drain. */
+interface Services {
+  app: FastifyInstance
+  metricsServer: MetricsServer | null
+  redis: Redis | undefined
 }
 
-/**
- * Writes `text` to a new file only this user can read, durably. An existing file, or a link in
- * its place, is never followed or overwritten.
- */
-async function writeSecretFile(path: string, text: string): Promise<void> {
-  let file: Awaited<ReturnType<typeof open>>
+interface StartContext {
+  config: Config
+  store: Store
+  clock: Clock
+  tls: TlsMaterial | undefined
+  metrics: Metrics
+  isDraining: () => boolean
+  out: NodeJS.WritableStream
+}
+
+/** Opens everything on top of the store and listens; on failure, closes what it opened. */
+async function openServices(ctx: StartContext): Promise<Services> {
+  const { config, store } = ctx
+  let metricsServer: MetricsServer | null = null
+  let redis: Redis | undefined
   try {
-    file = await open(path, 'wx', 0o600)
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code
-    if (code === 'EEXIST') {
-      throw new Error(
-        `${path} already exists: a bootstrap key is only written to a new file; remove it (its key belongs to an earlier database) or set PETSTORE_BOOTSTRAP_KEY_FILE`,
+    await ensureBootstrapKey(config, store, ctx.clock, ctx.out)
+    if (config.rateLimitStore === 'redis') redis = await openRedis(config.redisUrl, process.stderr)
+    const app = await buildApp({
+      config,
+      store,
+      clock: ctx.clock,
+      isDraining: ctx.isDraining,
+      tls: ctx.tls,
+      logger: loggerOptions(config),
+      metrics: ctx.metrics,
+      ...(redis ? { redis } : {}),
+    })
+    // Metrics first: a port clash there stops the start before the API takes any traffic.
+    if (config.metricsPort !== null) {
+      metricsServer = await startMetricsServer(
+        ctx.metrics.registry,
+        config.metricsHost,
+        config.metricsPort,
       )
     }
-    throw new Error(
-      `cannot write the bootstrap key to ${path} (${code ?? (err as Error).message}); set PETSTORE_BOOTSTRAP_KEY_FILE, or create a key first with \`petstore keys create\``,
-    )
-  }
-  try {
-    await file.writeFile(text)
-    await file.sync()
+    await app.listen({ port: config.port, host: config.host })
+    return { app, metricsServer, redis }
   } catch (err) {
-    await file.close()
-    await rm(path, { force: true })
+    await metricsServer?.close()
+    redis?.disconnect()
+    await store.close()
     throw err
   }
-  await file.close()
 }
 
-/**
- * First start with no key at all: make one, show it once, keep only its hash. On a terminal it is
- * printed. Otherwise stdout is a log that others collect and keep, so the key goes to a new file
- * that only the service's user can read, and only the file's path is printed.
- */
-export async function ensureBootstrapKey(
+/** The URL the API listens on, as the start-up line shows it. */
+function listeningAddress(app: FastifyInstance, tls: TlsMaterial | undefined): string {
+  const addr = app.server.address()
+  if (typeof addr === 'string' || addr === null) return String(addr)
+  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address
+  return `${tls ? 'https' : 'http'}://${host}:${addr.port}`
+}
+
+/** Closes the app: in-flight requests finish, unless `timeoutMs` passes first. */
+async function closeApp(app: FastifyInstance, timeoutMs: number): Promise<void> {
+  const timeout = new Promise<void>((resolve) => setTimeout(resolve, timeoutMs).unref())
+  // A keep-alive connection whose request was in flight when the listener closed goes idle
+  // only afterwards, and would hold the close open until the timeout: it is closed as soon
+  // as it is idle (a request pipelined behind the last one is still answered first).
+  const server = app.server
+  const idleSweep =
+    'closeIdleConnections' in server
+      ? setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS)
+      : undefined
+  await Promise.race([app.close(), timeout])
+  clearInterval(idleSweep)
+}
+
+/** The drain once readiness answers 503: wait, close the app, then what it used. */
+async function drain(
   config: Config,
   store: Store,
-  clock: Clock,
-  out: NodeJS.WritableStream,
-) {
-  if (config.apiKeys.length > 0 || (await store.countApiKeys()) > 0) return
-  if ((out as Partial<NodeJS.WriteStream>).isTTY !== true) {
-    const { key, record } = generateApiKey('bootstrap', clock.now(), null)
-    const path = bootstrapKeyPath(config)
-    // The file first: a key stored but never written would be lost, and no other made.
-    await writeSecretFile(path, `${key}\n`)
-    try {
-      await store.insertApiKey(record)
-    } catch (err) {
-      await rm(path, { force: true })
-      throw err
-    }
-    out.write(
-      `petstore: no API key existed, so one was created (id ${record.id}); the bootstrap API key was written to ${path}, readable only by this user\n`,
-    )
-    return
-  }
-  const { key, record } = await createApiKey(store, clock, 'bootstrap')
-  out.write(
-    [
-      '',
-      '================================================================',
-      ' No API key existed, so one was created. It is shown only now:',
-      '',
-      `   ${key}`,
-      '',
-      ` Key id: ${record.id}. Manage keys with \`petstore keys\`.`,
-      '================================================================',
-      '',
-    ].join('\n'),
-  )
+  { app, metricsServer, redis }: Services,
+  delayMs: number,
+): Promise<void> {
+  // Closing the listener at once would also drop idle keep-alive connections, so a load
+  // balancer would never see readiness turn 503; it gets this long to notice and move away.
+  await sleep(delayMs)
+  await closeApp(app, config.shutdownTimeoutMs)
+  // Scrapes go on through the drain, so its last figures can be seen; then they stop too.
+  await metricsServer?.close()
+  // The app has closed, so no counter is being updated any more.
+  redis?.disconnect()
+  await store.close()
 }
 
 export async function startServer(
@@ -139,74 +148,21 @@ export async function startServer(
     process.stderr.write(`petstore: database connection error: ${err.message}\n`),
   )
   let draining = false
-  let app: FastifyInstance
   const metrics = new Metrics()
-  let metricsServer: MetricsServer | null = null
-  let redis: Redis | undefined
-  try {
-    await ensureBootstrapKey(config, store, clock, out)
-    if (config.rateLimitStore === 'redis') redis = await openRedis(config.redisUrl, process.stderr)
-    app = await buildApp({
-      config,
-      store,
-      clock,
-      isDraining: () => draining,
-      tls,
-      logger: loggerOptions(config),
-      metrics,
-      ...(redis ? { redis } : {}),
-    })
-    // Metrics first: a port clash there stops the start before the API takes any traffic.
-    if (config.metricsPort !== null) {
-      metricsServer = await startMetricsServer(
-        metrics.registry,
-        config.metricsHost,
-        config.metricsPort,
-      )
-    }
-    await app.listen({ port: config.port, host: config.host })
-  } catch (err) {
-    await metricsServer?.close()
-    redis?.disconnect()
-    await store.close()
-    throw err
-  }
-  const addr = app.server.address()
-  const address =
-    typeof addr === 'string' || addr === null
-      ? String(addr)
-      : `${tls ? 'https' : 'http'}://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`
+  const isDraining = () => draining
+  const services = await openServices({ config, store, clock, tls, metrics, isDraining, out })
+  const address = listeningAddress(services.app, tls)
   out.write(`${LISTENING_BANNER} ${address} (store: ${store.kind})\n`)
-  const metricsUrl = metricsServer?.url ?? null
+  const metricsUrl = services.metricsServer?.url ?? null
   if (metricsUrl !== null) out.write(`${METRICS_BANNER} ${metricsUrl}\n`)
 
   let stopping: Promise<void> | undefined
   const stop = (opts: { drainDelayMs?: number } = {}) => {
-    stopping ??= (async () => {
+    if (stopping === undefined) {
       draining = true
-      // Closing the listener at once would also drop idle keep-alive connections, so a load
-      // balancer would never see readiness turn 503; it gets this long to notice and move away.
-      await sleep(opts.drainDelayMs ?? config.drainDelayMs)
-      const timeout = new Promise<void>((resolve) =>
-        setTimeout(resolve, config.shutdownTimeoutMs).unref(),
-      )
-      // A keep-alive connection whose request was in flight when the listener closed goes idle
-      // only afterwards, and would hold the close open until the timeout: it is closed as soon
-      // as it is idle (a request pipelined behind the last one is still answered first).
-      const server = app.server
-      const idleSweep =
-        'closeIdleConnections' in server
-          ? setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS)
-          : undefined
-      await Promise.race([app.close(), timeout])
-      clearInterval(idleSweep)
-      // Scrapes go on through the drain, so its last figures can be seen; then they stop too.
-      await metricsServer?.close()
-      // The app has closed, so no counter is being updated any more.
-      redis?.disconnect()
-      await store.close()
-    })()
+      stopping = drain(config, store, services, opts.drainDelayMs ?? config.drainDelayMs)
+    }
     return stopping
   }
-  return { app, store, address, metricsUrl, metrics, stop }
+  return { app: services.app, store, address, metricsUrl, metrics, stop }
 }

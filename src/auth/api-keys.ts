@@ -59,11 +59,9 @@ interface Remembered {
 export class ApiKeyVerifier {
   private readonly configuredKeys: { hash: Buffer; identity: AuthenticatedKey }[]
   /**
-   * Keys that matched, by the presented text, so that a client's next request skips the lookup
-   * and the hashing. An entry from a stored key holds only while the keys part of the store's
-   * dataVersion is the one it was read at: any change to API keys anywhere (a revocation by
-   * `petstore keys revoke` in another process included) sends the next request back to the
-   * database. Without a version the store is asked on every request.
+   * Keys that matched, by the presented text, so a client's next request skips lookup and hashing.
+   * A stored key's entry holds only at the keys dataVersion it was read at, so a change to keys
+   * anywhere (another process's revocation too) sends the next request back to the store.
    */
   private readonly remembered = new Map<string, Remembered>()
 
@@ -104,15 +102,8 @@ export class ApiKeyVerifier {
 
   /**
    * The key's identity when it matched before and still holds at `version`, synchronously;
-   * undefined when only a full check can tell (never seen, expired, revoked, no version).
-   *
-   * A key that matched at an earlier version has its record read again here, on stores that
-   * answer in the same turn (findApiKeyNow): the same stored hash, still active, and it holds at
-   * `version` too. Why: under a stream of creates every group commit moves the version of a store
-   * that cannot tell pets from keys (SQLite), and each key's first request after it went through
-   * the full check only to find its record unchanged.
-   * The presented text is the one whose hash matched before, so comparing the stored hashes is
-   * the same check as hashing it again; `version` was read before this read, as verify's is.
+   * undefined when only a full check can tell. At a newer version (SQLite's moves with pet writes
+   * too) a store that answers at once (findApiKeyNow) re-reads the record: same hash, still active.
    */
   recall(presented: string, version: number | undefined): AuthenticatedKey | undefined {
     const known = this.remembered.get(presented)

@@ -1,7 +1,9 @@
 // The counters behind the rate limits: fixed windows, in this process's memory or shared in Redis.
-import type { FastifyRequest } from 'fastify'
+import type { FastifyBaseLogger } from 'fastify'
+import type { Redis } from 'ioredis'
 import { LruMap } from 'toad-cache'
-import type { Breaker } from './breaker.js'
+import { Breaker } from './breaker.js'
+import { pingWithinBound, REDIS_BREAKER_OPEN_MS, RedisWindows } from './redis.js'
 
 export interface LimitState {
   max: number
@@ -15,8 +17,8 @@ export interface Limit {
   windowMs: number
 }
 
-/** Counts one request against its budget; a shared store answers asynchronously. */
-export type RateCounter = (request: FastifyRequest) => LimitState | Promise<LimitState>
+/** Counts one request against the budget of the counter named; a shared store may answer later. */
+export type RateCounter = (name: string) => LimitState | Promise<LimitState>
 
 /** Counters kept at most; the least recently used one goes first. */
 const MAX_COUNTERS = 100_000
@@ -32,26 +34,12 @@ export class MemoryWindows {
 
   /** Counts one request against the key's budget. */
   take(key: string): LimitState {
-    return this.count(key, false)!
-  }
-
-  /**
-   * Counts one request if the budget has room for it, and returns null, counting nothing, if it
-   * has not (the hot path then leaves the request to the hook, which refuses it).
-   */
-  takeIfRoom(key: string): LimitState | null {
-    return this.count(key, true)
-  }
-
-  private count(key: string, onlyIfRoom: boolean): LimitState | null {
     const { max, windowMs } = this.limit
     const now = Date.now()
     let w = this.windows.get(key)
     if (w === undefined || w.startMs + windowMs <= now) {
       w = { count: 0, startMs: now }
       this.windows.set(key, w)
-    } else if (onlyIfRoom && w.count >= max) {
-      return null
     }
     w.count++
     return {
@@ -63,11 +51,8 @@ export class MemoryWindows {
   }
 }
 
-export function memoryCounter(
-  windows: MemoryWindows,
-  keyOf: (request: FastifyRequest) => string,
-): RateCounter {
-  return (request) => windows.take(keyOf(request))
+export function memoryCounter(windows: MemoryWindows): RateCounter {
+  return (name) => windows.take(name)
 }
 
 /**
@@ -79,14 +64,54 @@ export function sharedCounter(
   shared: (name: string) => Promise<LimitState>,
   local: MemoryWindows,
   breaker: Breaker,
-  keyOf: (request: FastifyRequest) => string,
 ): RateCounter {
-  return (request) => {
-    const name = keyOf(request)
+  return (name) => {
     if (breaker.isOpen()) return local.take(name)
     return shared(name).catch((err: unknown) => {
       breaker.trip(err)
       return local.take(name)
     })
   }
+}
+
+export interface RateCounters {
+  /** Requests per API key. */
+  perKey: RateCounter
+  /** Failed authentications per client address. */
+  perAddress: RateCounter
+}
+
+/**
+ * The two budgets' counters: in this process, or in Redis for every process that shares it, with
+ * a breaker that counts in memory while Redis is away.
+ */
+export function openRateCounters(
+  limits: { perKey: Limit; perAddress: Limit },
+  redis: Redis | undefined,
+  log: Pick<FastifyBaseLogger, 'warn'>,
+): RateCounters {
+  if (redis === undefined) {
+    return {
+      perKey: memoryCounter(new MemoryWindows(limits.perKey)),
+      perAddress: memoryCounter(new MemoryWindows(limits.perAddress)),
+    }
+  }
+  const breaker = new Breaker({
+    openMs: REDIS_BREAKER_OPEN_MS,
+    probe: () => pingWithinBound(redis),
+    onOpen: (err) =>
+      log.warn(
+        { err },
+        'rate-limit store (Redis) unreachable: limits are counted per process until it answers',
+      ),
+    // At the level of the outage's line, so that a log read at `warn` shows its end too.
+    onClose: () => log.warn('rate-limit store (Redis) reachable again: limits are shared'),
+  })
+  // Not connected at start: openRedis has said so already.
+  if (redis.status !== 'ready') breaker.startOpen()
+  const shared = (limit: Limit) => {
+    const windows = new RedisWindows(redis, limit)
+    return sharedCounter((name) => windows.take(name), new MemoryWindows(limit), breaker)
+  }
+  return { perKey: shared(limits.perKey), perAddress: shared(limits.perAddress) }
 }

@@ -8,25 +8,22 @@ export const REDIS_NAMESPACE = 'petstore-rl:'
 const REDIS_CONNECT_TIMEOUT_MS = 2000
 
 /**
- * How long a Redis command may take before Redis counts as away. A count answers in well under a
- * millisecond on a healthy network; this leaves room for a loaded host and Redis's own short
- * pauses, while what a hung Redis costs the requests in flight stays below what a client notices.
+ * How long a Redis command may take before Redis counts as away: room for a loaded host and Redis's
+ * short pauses, while a hung Redis costs the requests in flight less than a client would notice.
  */
 export const REDIS_COMMAND_BOUND_MS = 50
 
 /**
- * How long Redis is left alone after a command failed or took too long; then a PING, off any
- * request, asks whether it is back. Requests never wait for that probe, so this only sets how soon
- * the limits are shared again, and how often a Redis that answers PING but not counts costs the
- * requests in flight one bound.
+ * How long Redis is left alone after a command failed or took too long, before a PING off any
+ * request asks whether it is back: how soon limits are shared again, and how often a Redis that
+ * answers PING but not counts costs the requests in flight one bound.
  */
 export const REDIS_BREAKER_OPEN_MS = 5000
 
 /**
- * The client of the shared rate-limit counters. It fails fast rather than queueing while Redis is
- * away, and reconnects by itself with ioredis's back-off; how long a command may take is bounded
- * by the caller (`withinBound`). The start waits for the first connection, or its failure, so the
- * first requests are already counted; Redis being down does not stop the start, and is said once.
+ * The client of the shared counters: it fails fast while Redis is away and reconnects by itself.
+ * The start waits for the first connection so the first requests are counted; a Redis that is
+ * down is said once and does not stop the start. Callers bound each command (`withinBound`).
  */
 export async function openRedis(url: string, err: NodeJS.WritableStream): Promise<Redis> {
   // Loaded only when asked for: most deployments count in memory.

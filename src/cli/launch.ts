@@ -1,23 +1,8 @@
 #!/usr/bin/env -S node --no-memory-reducer --max-semi-space-size=8
-// The `petstore` executable (dist/main.js): runs the service's bundle (dist/petstore.cjs, built
-// from src/cli/main.ts) through V8's code cache.
-//
-// Why: compiling the 1.9 MB bundle and the functions that start-up runs took about a third of the
-// time from process start to the first `/readyz` 200 (354 -> 232 ms with the cache, medians of
-// interleaved starts; docs/operations.md). Node 20 has no compile cache of its own for modules
-// (module.enableCompileCache came in Node 22), so this is the vm.Script cachedData mechanism that
-// such caches are made of.
-//
-// The cache is a file per bundle build, Node version and set of Node flags: PETSTORE_COMPILE_CACHE
-// names its directory (default: dist/compile-cache, beside the bundle) or `off`. A missing,
-// unreadable or rejected cache (V8 checks its own version and flags) costs nothing but the cache's
-// benefit: the bundle compiles as without one, and the cache is written anew when the process
-// exits. A directory that cannot be written leaves the service running without a cache. The
-// setting is read here, from the process's environment only (not .env), before anything else:
-// like NODE_OPTIONS, it concerns how the code is loaded, and src/config.ts is part of that code.
-//
-// Under --enable-source-maps (npm start) the bundle is loaded by Node's own loader instead, without
-// the cache: Node 20 maps stack traces to src/ only for code its loaders compiled.
+// The `petstore` executable (dist/main.js): runs the bundle (dist/petstore.cjs) through V8's code
+// cache, as Node 20 has no compile cache for modules (docs/operations.md, Start-up).
+// PETSTORE_COMPILE_CACHE is read here, from the real environment only: like NODE_OPTIONS, it is
+// about how the code (config.ts included) is loaded. A missing or rejected cache costs only speed.
 import { createHash } from 'node:crypto'
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -86,5 +71,6 @@ function runCached(file: string | null): void {
   run(module.exports, createRequire(BUNDLE), module, BUNDLE, DIST)
 }
 
+// Node 20 maps stack traces to src/ only for code its own loaders compiled.
 if (process.sourceMapsEnabled) createRequire(import.meta.url)(BUNDLE)
 else runCached(cacheFile(process.env.PETSTORE_COMPILE_CACHE))

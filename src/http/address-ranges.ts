@@ -1,5 +1,5 @@
 // Address ranges (IP addresses and CIDRs) and whether an address lies in one, in JavaScript:
-// net.BlockList builds a native object per check, microseconds on a path of every request.
+// net.BlockList builds a native object per check, too costly on every request's path.
 import { isIP } from 'node:net'
 
 /** An address as 16-bit groups: two for IPv4 (an IPv4-mapped IPv6 address too), eight for IPv6. */

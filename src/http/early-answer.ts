@@ -1,8 +1,6 @@
 // An answer given before the request's body has all arrived (401, 413, 415...) must still reach a
-// client that writes its whole body before reading. On a connection that stays open, Node reads
-// and discards the rest after the answer. On one that closes after it, closing with the body's
-// bytes unread makes the kernel reset the connection, and the client may lose the answer: there
-// the answer waits until the rest of the body has been read and discarded, within bounds.
+// client that writes its whole body first. Closing with body bytes unread makes the kernel reset
+// the connection, losing the answer: so before such a close the rest is read, within bounds.
 import type { IncomingMessage } from 'node:http'
 
 /** Past this many discarded bytes the answer goes and the connection closes, read or not. */

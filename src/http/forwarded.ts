@@ -1,10 +1,6 @@
-// Who sent a request and how it was addressed when proxies stand in front: the client address,
-// protocol and host, read by one rule for both doors (Fastify's request and the hot path).
-//
-// The rule: X-Forwarded-For is read from the right, the connection's peer being hop 0 and each
-// entry one hop further; the walk goes on while the hop is trusted, and the last hop reached is
-// the client. X-Forwarded-Proto and -Host are read at that hop's place from the right. Entries a
-// proxy appended are exact, entries a client wrote are not: only the trust rule tells them apart.
+// Who sent a request and how it was addressed behind proxies, by one rule for both doors:
+// X-Forwarded-For is walked from the right (the peer is hop 0) while hops are trusted, the last
+// hop reached is the client, and X-Forwarded-Proto and -Host are read at that hop's place.
 import type { IncomingMessage } from 'node:http'
 import { isIP } from 'node:net'
 import type { TLSSocket } from 'node:tls'

@@ -1,6 +1,6 @@
 // Liveness and readiness, outside /v1 and without authentication.
 import type { FastifyInstance } from 'fastify'
-import { errorBody } from '../errors.js'
+import { ApiError } from '../errors.js'
 import type { Store } from '../storage/store.js'
 
 export interface HealthOptions {
@@ -19,17 +19,13 @@ export async function healthRoutes(app: FastifyInstance, opts: HealthOptions): P
   app.get(
     '/readyz',
     { config: { public: true, operation: 'readyz' }, schema: hidden },
-    async (request, reply) => {
-      if (opts.isDraining()) {
-        reply.code(503)
-        return errorBody('service_unavailable', 'shutting down')
-      }
+    async (request) => {
+      if (opts.isDraining()) throw new ApiError('service_unavailable', 'shutting down')
       try {
         await opts.store.ping()
       } catch (err) {
         request.log.warn({ err }, 'storage is not reachable')
-        reply.code(503)
-        return errorBody('service_unavailable', 'storage is not reachable')
+        throw new ApiError('service_unavailable', 'storage is not reachable')
       }
       return { status: 'ready' }
     },

@@ -28,7 +28,7 @@ export const MAX_JSON_DEPTH = 32
 
 /**
  * Whether the text nests arrays and objects deeper than `max`, in one pass, so that a parser
- * that recurses never sees such a text (a body of 64 KiB can nest 32,768 levels).
+ * that recurses never sees such a text.
  */
 export function nestsDeeperThan(text: string, max: number): boolean {
   let depth = 0

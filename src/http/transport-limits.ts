@@ -45,13 +45,8 @@ export function tlsLimits(limits: TransportLimits, http2: boolean) {
 }
 
 /**
- * Node's HTTP/2 server applies none of its HTTP/1 limits to its sessions, and defaults its
- * HTTP/1.1 fallback to a 60 s header time and a 5 min request time without keep-alive limit.
- * The fallback takes the HTTP/1 limits from the server's properties (read when it starts
- * listening); each session is watched here: one with no open stream closes after the request
- * timeout (before its first) or the keep-alive timeout (after one), and a stream whose request
- * has not arrived in full by the request timeout is handed to `stalled` (or reset, if it was
- * already answered).
+ * Node's HTTP/2 server applies none of its HTTP/1 limits to its sessions, and laxer defaults to
+ * its HTTP/1.1 fallback: the fallback gets http1Limits, and each session is watched.
  */
 export function enforceHttp2Limits(
   server: Http2SecureServer,
@@ -62,6 +57,10 @@ export function enforceHttp2Limits(
   server.on('session', (session) => watchSession(session, limits, stalled))
 }
 
+/**
+ * A session with no open stream closes after the request timeout (before its first) or the
+ * keep-alive timeout; a stream whose request is late goes to `stalled` (is reset if answered).
+ */
 function watchSession(
   session: ServerHttp2Session,
   limits: TransportLimits,

@@ -1,12 +1,6 @@
-// Schema validation without type coercion and with exact 64-bit integers.
-//
-// The route schemas say `type: integer` (that is what the OpenAPI document must show), but an
-// int64 does not fit a JavaScript number. So before compiling, every integer node is rewritten
-// into the `x-integer` keyword below, which checks and converts integers exactly with BigInt:
-// - in JSON bodies it accepts the BigInt that the body parser makes of an integer literal;
-// - in the query string and path it accepts only a plain decimal literal (no `+`, spaces, `0x`,
-//   `1e2` or `1.0`) and turns it into a number, or a BigInt when the format is int64.
-
+// Schema validation without type coercion and with exact 64-bit integers: every `type: integer`
+// node is compiled as the `x-integer` keyword below, which checks with BigInt the BigInts of JSON
+// bodies and the plain decimal literals (no `+`, `0x`, `1e2`) of the query string and path.
 import { Ajv, type ErrorObject, type SchemaObject } from 'ajv'
 import type { FastifySchemaCompiler } from 'fastify'
 
@@ -45,10 +39,7 @@ export function rewriteIntegers(schema: unknown): unknown {
 
 type Source = 'json' | 'text'
 
-/**
- * Each rule's bounds as BigInts, made at its first check rather than at every one: converting
- * them from decimal text on every check was a measurable part of a create (docs/performance.md).
- */
+/** Each rule's bounds as BigInts, converted from decimal text at its first check only. */
 const boundsOfRule = new WeakMap<IntegerRule, { min: bigint; max: bigint }>()
 
 function boundsOf(rule: IntegerRule): { min: bigint; max: bigint } {
@@ -100,8 +91,7 @@ function makeAjv(source: Source): Ajv {
     verbose: true,
     strict: false,
     // The schemas are built by TypeBox and the OpenAPI test validates the whole document; checking
-    // each one against the JSON Schema meta-schema again would slow every start-up
-    // (docs/performance.md).
+    // each against the meta-schema again would only slow the start-up.
     validateSchema: false,
   })
   ajv.addKeyword({
@@ -115,9 +105,8 @@ function makeAjv(source: Source): Ajv {
 }
 
 /**
- * Fastify validator compiler: one Ajv for JSON bodies, one for text (query string, path). A
- * schema object compiled once for a part is not compiled again: the hot path (src/pets/hot-path.ts)
- * and the routes share the same validators, and start-up pays for each once (~5 ms apiece).
+ * Fastify validator compiler: one Ajv for JSON bodies, one for text (query string, path). A schema
+ * object is compiled once per part, so the hot path and the routes share their validators.
  */
 export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
   const json = makeAjv('json')

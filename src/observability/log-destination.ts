@@ -1,12 +1,5 @@
-// Where JSON log lines go: gathered in memory and written with one write(2) per event-loop turn.
-//
-// Why not pino's own destination (sonic-boom): in its synchronous mode every line is one
-// write(2); in its asynchronous mode each write measures the byte length of the whole pending
-// buffer again, so under load a line costs many times what it costs here (docs/performance.md).
-// Lines are still written in the same turn of the event loop that logged them, before any timer
-// or new I/O runs, so a crash loses at most the lines of the turn it happened in; `exit` flushes.
-// The `exit` listener is there only while lines are pending, so that many destinations (one per
-// app a test builds) do not pile listeners up on the process.
+// Where JSON log lines go: gathered in memory and written with one write(2) per event-loop turn,
+// cheaper per line than sonic-boom in either mode. A crash loses at most the current turn's lines.
 import { writeSync } from 'node:fs'
 
 /** Past this many pending bytes the buffer is written at once rather than at the end of the turn. */
@@ -30,6 +23,8 @@ export class LogDestination {
   /** pino's destination interface: one serialized line, newline included. */
   write(line: string): boolean {
     if (this.failed) return true
+    // Listening for `exit` only while lines are pending keeps many destinations (one per app a
+    // test builds) from piling listeners up on the process.
     if (this.pending.length === 0) process.on('exit', this.flushAtExit)
     this.pending.push(line)
     this.pendingBytes += line.length

@@ -32,11 +32,8 @@ export function loggerOptions(
 
 /** Takes JSON log lines and writes each as one readable line on stdout. */
 export function prettyStream(colorize: boolean) {
-  // Formatted synchronously in this thread rather than in a worker transport: lines keep their
-  // order with the start-up lines printed on stdout, and nothing is left in flight when the process
-  // exits after a drain. Formatting cost does not matter at the volume a terminal is read at.
-  // Required on first use only: a JSON-logging service never loads it, and starts up faster
-  // (docs/performance.md).
+  // Synchronous, not a worker transport: lines keep their order with the start-up lines, and none
+  // is in flight at exit. Required on first use only, so a JSON-logging service starts faster.
   const pretty = createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty
   return pretty({
     sync: true,

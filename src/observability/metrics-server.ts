@@ -3,7 +3,8 @@
 import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Registry } from 'prom-client'
-import { type ErrorCode, errorBody } from '../errors.js'
+import type { ErrorCode } from '../errors.js'
+import { plainErrorOutcome } from '../http/envelope.js'
 
 export interface MetricsServer {
   /** Where to scrape, e.g. `http://127.0.0.1:9464/metrics`. */
@@ -13,13 +14,9 @@ export interface MetricsServer {
 
 /** The API's Error body, so a wrong address gets the same shape of answer as anywhere else. */
 function sendError(res: ServerResponse, code: ErrorCode, message: string, headers = {}) {
-  const body = errorBody(code, message)
-  res.writeHead(body.status, {
-    'content-type': 'application/json; charset=utf-8',
-    'cache-control': 'no-store',
-    ...headers,
-  })
-  res.end(JSON.stringify(body))
+  const { status, headers: all, body } = plainErrorOutcome(code, message, headers)
+  res.writeHead(status, ['content-type', 'application/json; charset=utf-8', ...all])
+  res.end(body)
 }
 
 export async function startMetricsServer(

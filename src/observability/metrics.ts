@@ -56,9 +56,8 @@ export class Metrics {
   /** Kept as a plain number: counted on the hot path itself, read only at a scrape. */
   private hotPathAnswers = 0
   /**
-   * The calls to deprecated operations, read at a scrape from the counter that already counts
-   * them for the log (src/pets/deprecation.ts): prom-client's labelled inc() per call hashed its
-   * label object on every getPet (docs/performance.md).
+   * The calls to deprecated operations, read at a scrape from the counter that already counts them
+   * for the log (src/pets/deprecation.ts), rather than a labelled inc() on every getPet.
    */
   private deprecatedCalls: () => Iterable<DeprecatedCalls> = () => []
 

@@ -1,10 +1,5 @@
-// The request count and latency histogram, recorded with plain arithmetic on every request and
-// turned into prom-client's metric values only when scraped.
-//
-// Why not prom-client's Counter and Histogram: they validate and hash the label set on every
-// call, a real share of each request under load (docs/performance.md); here a request costs one
-// map lookup and a few additions. The exposition (names, labels, bucket order, the
-// `sum` aggregation across cluster workers) is the one prom-client's own types produce.
+// The request count and latency histogram, recorded with plain arithmetic on every request (not
+// prom-client's types, which hash the labels per call) and exposed exactly as those types would.
 import type { Metric, Registry } from 'prom-client'
 
 interface Labels {
@@ -61,9 +56,8 @@ export class RequestMetrics {
   }
 
   record(operation: string, method: string, status: number, seconds: number): void {
-    // Under load most requests repeat the previous one's labels; comparing them first skips
-    // building the key and hashing it, which was ~1% of a get (the strings are constants, so
-    // equal ones are usually one string and compare at once).
+    // Under load most requests repeat the previous one's labels: comparing them (usually the same
+    // constant strings) skips building and hashing the key.
     const last = this.last
     const s =
       last !== null &&

@@ -1,34 +1,25 @@
-// The three operations of the interface, plus the order path it refers to without defining.
+// The Fastify door of the pet operations: each route declares its schema (validation and the
+// OpenAPI document) and hands the parsed request to the operation core (operations.ts).
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { authenticatedKey } from '../auth/authenticate.js'
-import type { Clock } from '../clock.js'
-import { ApiError } from '../errors.js'
-import type { NewPet as NewPetRecord } from '../storage/store.js'
-import { type DeprecatedCallCounter, getPetSunset, isSunset } from './deprecation.js'
-import { nextPageLink } from './next-link.js'
-import { ReadCache } from './read-cache.js'
+import { sendOutcome } from '../http/error-handling.js'
+import { getPetSunset } from './deprecation.js'
+import type { Caller, PetOperations } from './operations.js'
 import { errorResponse, headers, operationResponses, withHeaders } from './responses.js'
-import { ListPetsQuery, NewPet, Pet, PetIdParams, Pets } from './schemas.js'
-import { newPetOf, type PetService } from './service.js'
+import { ListPetsQuery, type ListPetsQueryType, NewPet, Pet, PetIdParams, Pets } from './schemas.js'
+import { newPetOf } from './service.js'
 
-export interface PetRoutesOptions {
-  service: PetService
-  clock: Clock
-  deprecatedCalls: DeprecatedCallCounter
-  /** Origin used in next-page links when the request's Host cannot be trusted to form a URL. */
-  fallbackOrigin: string
-  /** List pages and pets as sent, shared with the hot path (src/pets/hot-path.ts). */
-  pages: ReadCache
-  pets: ReadCache
-}
-
-export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
-
-/** A body already serialized: a string with a JSON content type is sent as it is. */
-function sendSerialized(reply: FastifyReply, body: string): FastifyReply {
-  return reply.type(JSON_CONTENT_TYPE).send(body)
+/** The caller of an admitted request. */
+function callerOf(request: FastifyRequest): Caller {
+  return {
+    version: request.dataVersion,
+    key: authenticatedKey(request),
+    log: request.log,
+    protocol: request.protocol,
+    host: request.host,
+  }
 }
 
 const IdempotencyHeaders = Type.Object({
@@ -44,9 +35,8 @@ const IdempotencyHeaders = Type.Object({
   ),
 })
 
-export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): Promise<void> {
+export async function petRoutes(app: FastifyInstance, ops: PetOperations): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>()
-  const { service, clock, deprecatedCalls, pages, pets } = opts
 
   r.get(
     '/v1/pets',
@@ -67,27 +57,8 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
         }),
       },
     },
-    async (request, reply) => {
-      const query = request.query as {
-        limit: number
-        status?: NewPetRecord['status']
-        cursor?: string
-      }
-      const key = ReadCache.pageKey(query.limit, query.status, query.cursor)
-      const page = await pages.through(key, request.dataVersion?.pets, async () => {
-        const found = await service.listPage(query)
-        // The route's own 200 serializer, so a cached page is byte for byte a fresh one.
-        return { body: reply.serialize(found.pets) as string, nextCursor: found.nextCursor }
-      })
-      if (page.nextCursor !== null) {
-        const { protocol, host } = request
-        reply.header(
-          'link',
-          nextPageLink(protocol, host, opts.fallbackOrigin, query, page.nextCursor),
-        )
-      }
-      return sendSerialized(reply, page.body)
-    },
+    async (request, reply) =>
+      sendOutcome(reply, await ops.list(request.query as ListPetsQueryType, callerOf(request))),
   )
 
   r.post(
@@ -122,14 +93,8 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
     },
     async (request, reply) => {
       const idempotencyKey = request.headers['idempotency-key']
-      const result = await service.create(
-        newPetOf(request.body),
-        authenticatedKey(request).id,
-        idempotencyKey,
-      )
-      reply.code(201).header('location', `/v1/pets/${result.pet.id}`)
-      if (result.replayed) reply.header('idempotent-replayed', 'true')
-      return result.pet
+      const caller = callerOf(request)
+      return sendOutcome(reply, await ops.create(newPetOf(request.body), caller, idempotencyKey))
     },
   )
 
@@ -138,14 +103,13 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
     {
       config: { operation: 'getPet', deprecated: true },
       // Runs after authentication: the sunset answer, and the count of who still calls.
-      onRequest: async (request) => {
-        if (isSunset(clock.nowMs())) {
-          throw new ApiError(
-            'gone',
-            `getPet was removed on ${getPetSunset.isoDay}; use GET /v1/pets`,
-          )
+      onRequest: (request, _reply, done) => {
+        try {
+          ops.getPetCalled({ key: authenticatedKey(request), log: request.log })
+          done()
+        } catch (err) {
+          done(err as Error)
         }
-        deprecatedCalls.record(request.log, 'getPet', authenticatedKey(request))
       },
       schema: {
         operationId: 'getPet',
@@ -167,25 +131,13 @@ export async function petRoutes(app: FastifyInstance, opts: PetRoutesOptions): P
         ),
       },
     },
-    async (request, reply) => {
-      const { petId } = request.params
-      const pet = await pets.through(
-        ReadCache.petKey(petId),
-        request.dataVersion?.pets,
-        async () => ({
-          body: reply.serialize(await service.get(petId)) as string,
-          nextCursor: null,
-        }),
-      )
-      return sendSerialized(reply, pet.body)
-    },
+    async (request, reply) =>
+      sendOutcome(reply, await ops.get(request.params.petId, callerOf(request))),
   )
 
   app.get(
     '/v1/store/orders',
     { config: { operation: 'listOrders' }, schema: { hide: true } },
-    async () => {
-      throw new ApiError('not_implemented', 'store orders are not implemented by this service')
-    },
+    async () => ops.listOrders(),
   )
 }

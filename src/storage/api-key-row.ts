@@ -2,7 +2,7 @@
 import type { ApiKeyRecord } from './store.js'
 
 export interface ApiKeyRow {
-  /** Null only in the row keyLookupColumns gives for a missing key. */
+  /** Null only in the row keyLookupSql gives for a missing key. */
   id: string
   name: string
   secret_hash: Buffer
@@ -12,16 +12,16 @@ export interface ApiKeyRow {
 }
 
 /**
- * Columns of a key looked up by id, as one row whether the key exists or not (the missing key's
- * columns filled with values of the same types, `id` null): the database and the driver then do
- * the same work either way, so the time of a refusal does not tell whether a key id exists.
- * `hash32` is the dialect's expression for 32 zero bytes.
+ * A key by id (`wanted`) as one row whether it exists or not (`id` null), so that the time of a
+ * refusal does not tell whether a key id exists. `hash32`: the dialect's 32 zero bytes.
  */
-export const keyLookupColumns = (hash32: string) =>
-  `k.id AS id, coalesce(k.name, '') AS name, coalesce(k.secret_hash, ${hash32}) AS secret_hash,
-   coalesce(k.created_at, 0) AS created_at, k.expires_at AS expires_at, k.revoked_at AS revoked_at`
+export const keyLookupSql = (hash32: string, wanted: string) =>
+  `SELECT k.id AS id, coalesce(k.name, '') AS name,
+     coalesce(k.secret_hash, ${hash32}) AS secret_hash, coalesce(k.created_at, 0) AS created_at,
+     k.expires_at AS expires_at, k.revoked_at AS revoked_at
+   FROM (SELECT ${wanted} AS wanted) AS w LEFT JOIN api_keys AS k ON k.id = w.wanted`
 
-/** The record of a lookup by keyLookupColumns; null for the row of a missing key. */
+/** The record of a lookup by keyLookupSql; null for the row of a missing key. */
 export function foundApiKey(row: ApiKeyRow | undefined): ApiKeyRecord | null {
   if (row === undefined) return null
   const record = toApiKey(row)

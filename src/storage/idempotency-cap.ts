@@ -5,12 +5,8 @@
 export const DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY = 10_000
 
 /**
- * At most `cap` records per API key: past it, a new claim makes the key's oldest completed records
- * go; a record still in progress is never dropped. Counting reads every record of the key, and
- * finding its oldest sorts them all (at 10,000: ~3 and ~15 ms on PostgreSQL, ~0.3 and ~1.7 ms on
- * SQLite), so a key is counted only every 1% of the cap in new claims, and once past the cap it is
- * trimmed to 5% below, which sorts once per 5% of claims. Within one process the count never
- * passes the cap.
+ * At most `cap` records per API key, its oldest completed ones going first. Counting and sorting a
+ * key's records is costly: a key is counted every 1% of the cap in claims, and trimmed 5% below it.
  */
 export class IdempotencyCap {
   /** New claims between two counts of a key, at most. */

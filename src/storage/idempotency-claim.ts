@@ -11,9 +11,8 @@ export interface IdempotencyRow {
 }
 
 /**
- * The outcome of a claim on `row` (undefined: no record). `claimed` means the caller is to write
- * a new claim over whatever is there: a record past its retention is treated as absent, and so
- * is one still in progress whose lease ran out, unless its request differs.
+ * The outcome of a claim on `row` (undefined: none). `claimed`: write a new claim over what is
+ * there, which may be a record past its retention, or one of the same request whose lease ran out.
  */
 export function decideIdempotencyClaim(
   row: IdempotencyRow | undefined,

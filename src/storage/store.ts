@@ -56,11 +56,8 @@ export interface Store {
   listPets(query: PetPageQuery): Promise<Pet[]>
   getPet(id: bigint): Promise<Pet | null>
   /**
-   * getPet answered in the same turn as the pet's JSON text, exactly as the `Pet` response
-   * schema's serializer writes it, for adapters whose reads never wait (an embedded database);
-   * lets the HTTP hot path answer without leaving the request's turn. `version` is the pets part
-   * of dataVersion() read just before: the answer is the data as of it (or later). Others leave
-   * it out.
+   * getPet in the same turn, as the `Pet` serializer's JSON, as of `version` (dataVersion().pets
+   * read just before) or later: for the hot path, from adapters whose reads never wait.
    */
   getPetJsonAt?(id: bigint, version: number): string | null
   /**
@@ -93,12 +90,8 @@ export interface Store {
   ping(): Promise<void>
   close(): Promise<void>
   /**
-   * Numbers that change whenever committed pets, or API keys, may have changed, whoever committed
-   * them: this process, another connection, another process. Read on every request that may use
-   * a cached result, and that result is used only if it was cached at the same number; the numbers
-   * must therefore be read after the request arrived. Synchronous where that is cheap (an embedded
-   * database), a promise where it costs a round trip (shared by the requests that wait together).
-   * Adapters that cannot tell leave it out, and nothing is cached over them.
+   * Numbers that move whenever committed pets, or API keys, may have changed, whoever committed
+   * them: a cached result serves only at its numbers, read after the request came. Else no cache.
    */
   dataVersion?(): DataVersion | Promise<DataVersion>
   /** Usage figures for metrics, read at each scrape; adapters without them leave this out. */
@@ -124,9 +117,8 @@ export interface StoreStats {
 }
 
 /**
- * The store's dataVersion, or undefined when it has none or cannot give it now. A store that
- * cannot answer makes callers use nothing cached, and the request's own query then reports the
- * failure (health checks never depend on it).
+ * The store's dataVersion, or undefined when it has none or cannot give it now: callers then use
+ * nothing cached, and the request's own query reports the failure.
  */
 export function readDataVersion(
   store: Store,

@@ -1,54 +1,25 @@
-// Versioned schema changes of the PostgreSQL store, applied in order by Kysely's migrator, which
-// holds a PostgreSQL advisory lock while it runs, so instances starting together apply each once.
+// Versioned schema changes of the PostgreSQL store, applied in order by Kysely's migrator, whose
+// advisory lock makes instances starting together apply each once.
 import { type Kysely, type Migration, sql } from 'kysely'
+import { type ColumnTypes, createInitialSchema } from '../initial-schema.js'
 
 /**
- * Ids must become visible in the order they are given, or a reader paging by id could pass an id
- * whose transaction commits later and never see that pet. Inserts (insert_pets) therefore take
- * this transaction-scoped advisory lock: id allocation and commit happen one transaction at a time
- * across every instance, and group commit keeps many pets in each of those transactions.
+ * Taken by every insert (insert_pets) until its commit, so ids become visible in the order given
+ * and a reader paging by id never passes one that commits later; group commit keeps it cheap.
  */
 export const PET_INSERT_LOCK = 0x70657473 // "pets"
 
+const POSTGRES_TYPES: ColumnTypes = {
+  petId: 'BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY',
+  integer: 'BIGINT',
+  bytes: 'BYTEA',
+}
+
 export const postgresMigrations: Record<string, Migration> = {
-  '001-initial': {
-    async up(db: Kysely<unknown>) {
-      await sql`CREATE TABLE pets (
-        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        name TEXT NOT NULL,
-        category_id BIGINT NOT NULL,
-        status TEXT CHECK (status IN ('available', 'pending', 'sold')),
-        created_at BIGINT NOT NULL
-      )`.execute(db)
-      await sql`CREATE INDEX pets_status_id ON pets (status, id)`.execute(db)
-      await sql`CREATE TABLE api_keys (
-        id TEXT PRIMARY KEY,
-        name TEXT NOT NULL,
-        secret_hash BYTEA NOT NULL,
-        created_at BIGINT NOT NULL,
-        expires_at BIGINT,
-        revoked_at BIGINT
-      )`.execute(db)
-      await sql`CREATE TABLE idempotency_keys (
-        api_key_id TEXT NOT NULL,
-        idempotency_key TEXT NOT NULL,
-        request_hash TEXT NOT NULL,
-        pet_id BIGINT REFERENCES pets (id),
-        created_at BIGINT NOT NULL,
-        locked_until BIGINT,
-        PRIMARY KEY (api_key_id, idempotency_key)
-      )`.execute(db)
-      await sql`CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at)`.execute(
-        db,
-      )
-    },
-  },
+  '001-initial': { up: (db: Kysely<unknown>) => createInitialSchema(db, POSTGRES_TYPES) },
   '002-data-version': {
-    // Two numbers, one that every commit changing pets moves and one for API keys, whoever made
-    // it: instances read them (one round trip per batch of requests) to know whether their
-    // cached pages, pets and keys still hold. Moved by triggers, so no writer can forget them; a
-    // row, not a sequence, so a reader sees a new number only once the commit that moved it is
-    // visible. The function keeps the schema it was made in, whatever the session's search_path.
+    // Numbers that commits to pets and to api_keys move, telling instances whether their caches
+    // hold. Triggers, so no writer forgets them; a row, seen only once its commit is visible.
     async up(db: Kysely<unknown>) {
       await sql`CREATE TABLE data_version (
         singleton BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (singleton),
@@ -56,6 +27,7 @@ export const postgresMigrations: Record<string, Migration> = {
         api_keys BIGINT NOT NULL
       )`.execute(db)
       await sql`INSERT INTO data_version (pets, api_keys) VALUES (0, 0)`.execute(db)
+      // SET search_path FROM CURRENT: the function keeps its schema whatever the session's path.
       await sql`CREATE FUNCTION bump_data_version() RETURNS trigger LANGUAGE plpgsql
         SET search_path FROM CURRENT AS $$
         BEGIN
@@ -74,11 +46,8 @@ export const postgresMigrations: Record<string, Migration> = {
     },
   },
   '003-insert-pets': {
-    // A batch of creates in one statement, so one round trip: takes the insert lock (see
-    // PET_INSERT_LOCK above), inserts the pets in the order given, completes the
-    // idempotency claims of those that have one (null where none), and returns the new ids in
-    // ascending order, which is the order given. Run outside a transaction, the statement is
-    // its own, and the lock is held until it commits.
+    // A batch of creates and the idempotency claims they complete (null where none) in one round
+    // trip, under PET_INSERT_LOCK; the ids come back ascending, in the order given.
     async up(db: Kysely<unknown>) {
       await sql`CREATE FUNCTION insert_pets(
           names TEXT[], category_ids BIGINT[], statuses TEXT[], created BIGINT,

@@ -12,16 +12,14 @@ const MESSAGES: Record<Unavailability, string> = {
 }
 
 /**
- * 25006: a hot standby, a primary demoted by a failover, or a database set to
- * default_transaction_read_only. The service never asks for a read-only transaction, so it is
- * always the server's state, never the service's own doing.
+ * 25006: a hot standby, a demoted primary, or default_transaction_read_only. The service never asks
+ * for a read-only transaction, so it is always the server's state.
  */
 const READ_ONLY = '25006'
 
 /**
- * SQLSTATE classes of a server that cannot serve now: 08 connection exception, 28 authorization
- * refused, 3D no such database, 53 insufficient resources, 57 operator intervention (shutdown,
- * crash, not accepting connections yet, statement timeout), 58 the server's own I/O failing.
+ * SQLSTATE classes of a server that cannot serve now: 08 connection, 28 authorization, 3D no such
+ * database, 53 resources, 57 operator intervention (shutdown, statement timeout), 58 server I/O.
  */
 const UNAVAILABLE_CLASSES = ['08', '28', '3D', '53', '57', '58']
 

@@ -1,7 +1,5 @@
-// The better-sqlite3 this Node.js can run. Version 12 builds on Node's own ObjectWrap, which aborts
-// the process on Node.js 24.19 and later when a statement is collected (nodejs/node#65446);
-// version 13 uses Node-API, ships its binaries, and needs Node.js 22. So 13 runs on 22 and later,
-// 12 on 20. Their API is the same.
+// The better-sqlite3 this Node.js can run, both with the same API: 13 needs Node.js 22, and 12
+// aborts on Node.js 24.19 and later when a statement is collected (nodejs/node#65446).
 import { createRequire } from 'node:module'
 import type BetterSqlite3 from 'better-sqlite3'
 

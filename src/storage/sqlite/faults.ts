@@ -60,10 +60,8 @@ export function sameFile(a: FileIdentity | null, b: FileIdentity): boolean {
 }
 
 /**
- * The database file as opened. Connections keep writing to an unlinked or renamed-over file
- * without an error, and a restart would open what the path names then: the store compares the
- * two before acknowledging a write. Rewriting the file in place (cp onto it) keeps its identity
- * and is not seen here.
+ * The database file as opened. Connections write on to a file unlinked or renamed over, which a
+ * restart would not find, so a write is acknowledged only while the path still names this file.
  */
 export class DatabaseFile {
   private constructor(
@@ -85,10 +83,8 @@ export class DatabaseFile {
   }
 
   /**
-   * Once every connection is closed. SQLite does not checkpoint into a file that was removed or
-   * replaced, and leaves its write-ahead log at the path: the next start would replay that log
-   * into whatever file the path names then. So the log and its index go, if they are still the
-   * ones opened and the path names another file or none.
+   * Once every connection is closed: the log of a file removed or replaced would be replayed into
+   * whatever the path names next, so it and its index go, if they are still the ones opened.
    */
   removeCompanionsIfMoved(): void {
     let moved: boolean
@@ -120,9 +116,8 @@ export class DatabaseFile {
 }
 
 /**
- * A real write and sync that changes nothing: the header's user_version set to its own value
- * (SQLite rewrites the header page even so). Readiness runs it only after a write failed, to
- * learn when writes work again.
+ * A real write and sync that changes nothing (user_version set to itself): readiness runs it after
+ * a write failed, to learn when writes work again.
  */
 export function writeProbe(db: Database.Database): () => void {
   const read = db.prepare<[], number>('PRAGMA user_version').pluck().safeIntegers(false)

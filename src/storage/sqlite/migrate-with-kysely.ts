@@ -16,11 +16,8 @@ import { SQLITE_MIGRATION_NAMES } from './migration-names.js'
 import { sqliteMigrations } from './migrations.js'
 
 /**
- * Kysely's SQLite migrator neither locks nor uses a transaction (it assumes one process), so two
- * processes starting at once on a new file could both apply a migration ("table already exists").
- * Here all pending migrations run in one transaction that takes SQLite's write lock as it begins,
- * before the applied ones are read: another process waits for it (busy_timeout), then finds them
- * applied. A plain BEGIN would read first and fail with "database is locked" when it tried to write.
+ * Kysely's SQLite migrator assumes one process: here the pending migrations run in one transaction
+ * that takes the write lock before reading which are applied, so another process waits, then skips.
  */
 class TransactionalSqliteAdapter extends SqliteAdapter {
   override get supportsTransactionalDdl(): boolean {

@@ -1,7 +1,6 @@
 /**
- * The names of the SQLite migrations (the keys of migrations.ts, in order; the migrator refuses
- * to run when the two differ). Start-up reads only this list to see that nothing is pending, so
- * Kysely (~110 ms to load) is loaded only when a migration is due.
+ * The keys of migrations.ts, in order (the migrator refuses to run when they differ): start-up
+ * checks this list, so Kysely, slow to load, is loaded only when a migration is due.
  */
 export const SQLITE_MIGRATION_NAMES: readonly string[] = [
   '001-initial',

@@ -1,18 +1,14 @@
 // The create transaction of the SQLite store, shared by the writer thread and the in-process
 // writer (an in-memory database, which another thread cannot open).
 import type Database from 'better-sqlite3'
-import type { IdempotencyRef, NewPet } from '../store.js'
+import type { CreateItem } from '../create-item.js'
+import type { NewPet } from '../store.js'
 
-export interface CreateItem {
-  pet: NewPet
-  completes: IdempotencyRef | undefined
-}
+export type { CreateItem } from '../create-item.js'
 
 /**
- * Rows per INSERT statement: a batch goes in as chunks of these sizes, largest first (23 creates:
- * 16 + 4 + 2 + 1), so a few prepared statements serve every batch size. Why several rows per
- * statement: each statement run costs a call into better-sqlite3, the binding and SQLite's
- * statement start and end, paid per statement rather than per row (docs/performance.md).
+ * Rows per INSERT, largest first (23 creates: 16 + 4 + 2 + 1): a few prepared statements serve
+ * every batch, and a statement's fixed cost is paid per chunk, not per row (docs/performance.md).
  */
 const CHUNK_SIZES = [64, 32, 16, 8, 4, 2, 1]
 const COLUMNS_PER_ROW = 4

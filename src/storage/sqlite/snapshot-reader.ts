@@ -1,32 +1,14 @@
-// The hot path's reads of single pets (as their JSON), on a read-only connection of their own that
-// keeps one read transaction open for as long as the data version it was opened at holds, and at
-// most until the callback that opened it returns (the microtask checkpoint after it): the hot path
-// answers a turn's gets together in one callback at the end of the turn.
-//
-// Why: a statement run outside a transaction opens and closes a read transaction of its own, and
-// in WAL mode that is a shared lock, a read mark in the WAL index and their release, most of the
-// cost of a lookup by id (docs/performance.md). Under load a turn answers several gets, and they
-// share one.
-//
-// Why it reads what a fresh transaction would: the caller passes the data version it read just
-// before (WalIndexVersion, which moves with every commit of any connection of any process), and
-// the transaction is reused only while that version is the one it was opened at. The version was
-// read before the transaction's first statement took its snapshot, so while the version stays the
-// same, nothing has been committed since it was read, and the snapshot is the current data.
-//
-// Why a connection of its own: a transaction left open on the main connection would take in the
-// writes run there (keys, idempotency claims) and defer their commit. This one cannot write.
+// The hot path's reads of single pets (as JSON): a turn's gets share one read transaction, kept
+// open while the data version holds and until the callback that opened it returns, since opening
+// one per lookup costs more than the lookup (docs/performance.md).
 import type BetterSqlite3 from 'better-sqlite3'
 import { Database } from './driver.js'
 import { PET_JSON_BY_ID } from './pet-row.js'
 
-/**
- * Page cache of this connection. Random lookups by id over a large catalogue would fill SQLite's
- * default (16 MB in better-sqlite3's build) with leaf pages it seldom reads again; the interior
- * pages of the id tree, which every lookup reads, fit many times over.
- */
+/** Page cache: enough for the id tree's interior pages, which every lookup reads, not its leaves. */
 const CACHE_KIB = 4096
 
+/** A connection of its own: a transaction left open on the main one would hold back its writes. */
 export class SnapshotReader {
   private readonly db: BetterSqlite3.Database
   private readonly begin: BetterSqlite3.Statement
@@ -50,7 +32,10 @@ export class SnapshotReader {
     this.petJsonById = this.db.prepare<[bigint], string>(PET_JSON_BY_ID).pluck()
   }
 
-  /** The pet's JSON (PET_JSON_BY_ID) as of `version`, dataVersion().pets read just before. */
+  /**
+   * The pet's JSON (PET_JSON_BY_ID) as of `version`, dataVersion().pets read just before: a
+   * snapshot taken after that read is reused only while the version holds, so it is current.
+   */
   petJson(id: bigint, version: number): string | undefined {
     if (this.openAt !== version) {
       this.end()

@@ -1,18 +1,5 @@
-// The store's data version read straight from SQLite's WAL index (the `-shm` file next to the
-// database), with one pread of 48 bytes instead of `PRAGMA data_version`.
-//
-// Why: the version is read on every request (it decides whether cached pages and keys still
-// hold), and the pragma opens a read transaction, with its fcntl locks and an fstat, where one
-// pread costs much less (docs/performance.md).
-//
-// Why it is exact: every commit, by any connection of any process, rewrites the WAL-index header
-// before the commit returns (https://sqlite.org/walformat.html, "The WAL-Index Header"): its
-// change counter, frame count and checksums move, and after a WAL reset its salts do. The header
-// layout is fixed because processes running different SQLite versions share one `-shm` file. A
-// read that races a commit and sees a half-written header only counts as one change too many.
-// The file lives as long as a connection to the database is open, and this store keeps its own
-// open until it closes; a database that is not in WAL mode has no such file, and then the caller
-// falls back to the pragma (`open` returns null).
+// The store's data version, read on every request, from SQLite's WAL index (the `-shm` file) with
+// one pread, where `PRAGMA data_version` opens a read transaction (docs/performance.md).
 import { closeSync, openSync, readSync } from 'node:fs'
 import { endianness } from 'node:os'
 
@@ -48,7 +35,10 @@ export class WalIndexVersion {
     return v
   }
 
-  /** A number that moves whenever a commit has happened since the previous call. */
+  /**
+   * A number that moves whenever a commit happened since the previous call: every commit rewrites
+   * the header (sqlite.org/walformat.html), and a torn read only counts one change too many.
+   */
   current(): number {
     if (this.fd === null) throw new Error('the WAL index is closed')
     readSync(this.fd, this.read, 0, HEADER_BYTES, 0)

@@ -1,7 +1,5 @@
-// The writer thread of the SQLite store: its own connection commits the batches of creates, so
-// the WAL sync of each commit (synchronous=FULL, ~0.3 to 1 ms on this disk) waits here and not on
-// the event loop, which serves reads meanwhile. Readers on the main connection see a batch only
-// once SQLite has synced it: in WAL mode the commit is published to readers after the sync.
+// The writer thread of the SQLite store: its own connection commits the batches of creates, so each
+// WAL sync waits here, not on the event loop. In WAL mode, readers see a batch once it is synced.
 import { parentPort, workerData } from 'node:worker_threads'
 import type Database from 'better-sqlite3'
 import { openDatabase } from './connection.js'
@@ -54,8 +52,7 @@ function open(): Connection {
     db.close()
     throw err
   }
-  // Appending at the end of the id index touches few pages: 2 MB of page cache instead of the
-  // default 16 MB keeps the thread's share of the process's memory small.
+  // Appends to the id index's end touch few pages: a small cache keeps the thread's memory low.
   db.pragma('cache_size = -2048')
   return { db, commit: createTransaction(db), probe: writeProbe(db) }
 }

@@ -1,0 +1,203 @@
+// The fast lane: a second door to the same core, on node:http ahead of Fastify's router, for the
+// three hot operations. It takes a request only when its request line and headers are the plainest
+// form (requests.ts), before anything has an effect; from then on it answers it whatever the
+// outcome, through the same admission, operations and envelope as the routes. Why a second door:
+// Fastify's request objects, hooks and router cost more than a cached answer (docs/performance.md).
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { FastifyBaseLogger, FastifySchemaCompiler } from 'fastify'
+import type { Admission, Admissions } from '../auth/admission.js'
+import type { Envelope, Outcome } from '../http/envelope.js'
+import { errorOutcome, JSON_CONTENT_TYPE, setHeader } from '../http/envelope.js'
+import type { OriginOf, RequestOrigin } from '../http/forwarded.js'
+import { parseJsonBody } from '../http/json-body.js'
+import { requestId } from '../http/request-id.js'
+import { requestLineWriter } from '../http/request-log.js'
+import type { Metrics } from '../observability/metrics.js'
+import type { Caller, PetOperations } from '../pets/operations.js'
+import { NewPet, type NewPetBody } from '../pets/schemas.js'
+import { newPetOf } from '../pets/service.js'
+import type { DataVersion, NewPet as NewPetRecord, Store } from '../storage/store.js'
+import type { Taken } from './requests.js'
+import { Turn } from './turn.js'
+
+/** Takes the request and returns true, or returns false having done nothing at all. */
+export type FastLane = (req: IncomingMessage, res: ServerResponse) => boolean
+
+export interface FastLaneOptions {
+  /** Which requests the lane takes (requestRules). */
+  takes: (req: IncomingMessage) => Taken | null
+  admissions: Admissions
+  operations: PetOperations
+  envelope: Envelope
+  /** The app's validator compiler: a create's body is checked by the route's own validator. */
+  compileValidator: FastifySchemaCompiler<unknown>
+  /** Must give dataVersion: it is read once per turn. */
+  store: Store
+  logger: FastifyBaseLogger
+  metrics: Metrics
+  /** CORS is on: every response carries `Vary: Origin`, as @fastify/cors sets it. */
+  varyOrigin: boolean
+  originOf: OriginOf
+}
+
+/** A request taken by the lane, on its way to its answer. */
+interface Exchange {
+  req: IncomingMessage
+  res: ServerResponse
+  taken: Taken
+  /** performance.now() as the lane took it. */
+  started: number
+  id: string
+  origin: RequestOrigin
+  /** The answer's headers so far, in the routes' order: the envelope's, then admission's. */
+  headers: string[]
+  keyName: string | undefined
+}
+
+export function createFastLane(o: FastLaneOptions): FastLane {
+  const turn = new Turn(o.store)
+  const write = answerWriter(o)
+  const newPetOfBody = newPetParser(o.compileValidator)
+
+  const respond = (x: Exchange, outcome: Outcome) => {
+    const h = outcome.headers
+    for (let i = 0; i < h.length; i += 2) setHeader(x.headers, h[i]!, h[i + 1]!)
+    turn.write(() => write(x, outcome))
+  }
+  const fail = (x: Exchange, err: unknown) =>
+    respond(x, errorOutcome(err, o.logger.child({ requestId: x.id })))
+  const settle = (x: Exchange, outcome: Outcome | Promise<Outcome>) => {
+    if (outcome instanceof Promise)
+      outcome.then(
+        (r) => respond(x, r),
+        (err) => fail(x, err),
+      )
+    else respond(x, outcome)
+  }
+
+  const operate = (x: Exchange, caller: Caller, body: Buffer | undefined) => {
+    const { taken } = x
+    if (taken.operation === 'listPets') settle(x, o.operations.list(taken.query, caller))
+    else if (taken.operation === 'getPet') {
+      o.operations.getPetCalled(caller)
+      settle(x, o.operations.get(taken.petId, caller))
+    } else {
+      o.operations.createThen(
+        newPetOfBody(body!),
+        (r) => respond(x, r),
+        (err) => fail(x, err),
+      )
+    }
+  }
+  const admitted = (x: Exchange, a: Admission, version: DataVersion | undefined, body?: Buffer) => {
+    x.keyName = a.key?.name
+    for (const h of a.headers) x.headers.push(h)
+    if (a.refusal !== null) return fail(x, a.refusal)
+    const { protocol, host } = x.origin
+    const log = {
+      warn: (fields: object, msg: string) => o.logger.warn({ requestId: x.id, ...fields }, msg),
+    }
+    try {
+      operate(x, { version, key: a.key!, log, protocol, host }, body)
+    } catch (err) {
+      fail(x, err)
+    }
+  }
+  const serve = (x: Exchange, version: DataVersion | undefined, body?: Buffer) => {
+    try {
+      const a = o.admissions.admit(x.req.headers.authorization, x.origin.ip, version?.keys)
+      if (a instanceof Promise)
+        a.then(
+          (r) => admitted(x, r, version, body),
+          (err) => fail(x, err),
+        )
+      else admitted(x, a, version, body)
+    } catch (err) {
+      fail(x, err)
+    }
+  }
+
+  return (req, res) => {
+    const taken = o.takes(req)
+    if (taken === null) return false
+    const id = requestId(req)
+    const headers = o.envelope.headers(id, taken.operation === 'getPet')
+    if (o.varyOrigin) headers.push('vary', 'Origin')
+    const x: Exchange = {
+      req,
+      res,
+      taken,
+      started: performance.now(),
+      id,
+      origin: o.originOf(req),
+      headers,
+      keyName: undefined,
+    }
+    if (taken.operation !== 'createPet') turn.withVersion((version) => serve(x, version))
+    else readBody(req, (body) => turn.withVersion((version) => serve(x, version, body)))
+    return true
+  }
+}
+
+/** Calls `then` with the whole body; a client gone before the end is left without an answer. */
+function readBody(req: IncomingMessage, then: (body: Buffer) => void): void {
+  const chunks: Buffer[] = []
+  req.on('data', (chunk: Buffer) => chunks.push(chunk))
+  req.on('error', () => {})
+  req.on('end', () => then(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)))
+}
+
+/** A create's body as the route reads it: its parser, then its validator, with their errors. */
+function newPetParser(compileValidator: FastifySchemaCompiler<unknown>) {
+  const validate = compileValidator({ schema: NewPet, httpPart: 'body' } as never) as ((
+    body: unknown,
+  ) => boolean) & { errors?: unknown[] | null }
+  return (body: Buffer): NewPetRecord => {
+    const parsed = parseJsonBody(body)
+    if (!validate(parsed)) {
+      throw Object.assign(new Error('body does not match its schema'), {
+        statusCode: 400,
+        validation: validate.errors,
+        validationContext: 'body',
+      })
+    }
+    return newPetOf(parsed as NewPetBody)
+  }
+}
+
+/** Writes an answer, then its metrics and its `request completed` line, as the routes' hooks do. */
+function answerWriter(o: FastLaneOptions) {
+  const logCompleted = requestLineWriter(o.logger)
+  return (x: Exchange, outcome: Outcome) => {
+    try {
+      const { status, body } = outcome
+      x.headers.push(
+        'content-type',
+        JSON_CONTENT_TYPE,
+        'content-length',
+        String(Buffer.byteLength(body)),
+      )
+      x.res.writeHead(status, x.headers)
+      x.res.end(body)
+      const elapsedMs = performance.now() - x.started
+      const method = x.req.method!
+      const operation = x.taken.operation
+      o.metrics.requestCompleted({ operation, method, status }, elapsedMs / 1000)
+      o.metrics.hotPathAnswered()
+      logCompleted({
+        requestId: x.id,
+        operation,
+        method,
+        url: x.req.url,
+        status,
+        elapsedMs,
+        apiKeyName: x.keyName,
+        remoteAddress: x.origin.ip,
+      })
+    } catch (err) {
+      // The client sees its connection end rather than wait forever, and the log says why.
+      o.logger.error({ err, requestId: x.id }, 'fast lane failed to answer')
+      if (!x.res.headersSent) x.res.destroy()
+    }
+  }
+}

@@ -1,0 +1,47 @@
+// The Fastify door's first and last hooks: the envelope's headers on every response, the edge
+// rules, the data version a request's caches are checked against, and the request's figures.
+import type { FastifyInstance } from 'fastify'
+import type { Metrics } from '../observability/metrics.js'
+import { readDataVersion, type Store } from '../storage/store.js'
+import { edgeViolation } from './edge.js'
+import type { Envelope } from './envelope.js'
+import { closeConnectionAfterResponse } from './tls.js'
+
+export interface RootHooksOptions {
+  envelope: Envelope
+  isDraining: () => boolean
+  store: Store
+  metrics: Metrics
+}
+
+export function registerRootHooks(app: FastifyInstance, o: RootHooksOptions): void {
+  app.decorateRequest('dataVersion', undefined)
+  app.addHook('onRequest', (request, reply, done) => {
+    const config = request.routeOptions.config
+    const h = o.envelope.headers(request.id, config.deprecated === true)
+    for (let i = 0; i < h.length; i += 2) reply.header(h[i]!, h[i + 1])
+    // While draining, each keep-alive connection serves one more request and then closes, so
+    // clients reconnect to another instance instead of racing the listener's close.
+    if (o.isDraining()) closeConnectionAfterResponse(request, reply)
+    const violation = edgeViolation(request.raw)
+    if (violation !== null) return done(violation)
+    // Public routes consult no cache; the others read the version once, before any cache.
+    if (config.public === true) return done()
+    const version = readDataVersion(o.store)
+    if (!(version instanceof Promise)) {
+      request.dataVersion = version
+      return done()
+    }
+    version.then((v) => {
+      request.dataVersion = v
+      done()
+    })
+  })
+  // Labels come from the route's operation name, never the URL, so their number stays small.
+  app.addHook('onResponse', (request, reply, done) => {
+    const operation = request.routeOptions.config.operation ?? 'unknown'
+    const labels = { operation, method: request.method, status: reply.statusCode }
+    o.metrics.requestCompleted(labels, reply.elapsedTime / 1000)
+    done()
+  })
+}
