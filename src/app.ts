@@ -49,6 +49,7 @@ import {
 } from './http/transport-limits.js'
 import { createValidatorCompiler } from './http/validation.js'
 import './http/types.js'
+import { lazyChildLogger } from './observability/lazy-child-logger.js'
 import { Metrics } from './observability/metrics.js'
 import { DeprecatedCallCounter, deprecationHeaders } from './pets/deprecation.js'
 import { PetOperations } from './pets/operations.js'
@@ -177,6 +178,7 @@ function createFastify(
   const app = Fastify({
     logger: deps.logger ?? false,
     logController: new RequestLogController(),
+    childLoggerFactory: lazyChildLogger,
     genReqId: requestId,
     bodyLimit: BODY_LIMIT_BYTES,
     // Off: request.ip, host and protocol follow forwarded.ts instead (registerForwarding).

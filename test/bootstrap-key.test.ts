@@ -10,7 +10,7 @@ import { configWith } from '../src/config.js'
 import { bootstrapKeyPath, ensureBootstrapKey } from '../src/server.js'
 import { openSqliteStore } from '../src/storage/sqlite/sqlite-store.js'
 import type { Store } from '../src/storage/store.js'
-import { tempDir } from './support/app.js'
+import { tempDir } from './support/workspace.js'
 
 const KEY = /pet_[0-9a-f]{12}_[A-Za-z0-9_-]{43}/g
 

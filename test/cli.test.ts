@@ -1,33 +1,18 @@
 // The `petstore` command as an operator runs it: `node dist/main.js ...` in its own process,
 // with servers started the same way on the same database file.
 import assert from 'node:assert/strict'
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import packageJson from '../package.json' with { type: 'json' }
 import { settings } from '../src/config.js'
-import {
-  bootstrapKey,
-  type Exit,
-  type StartedService,
-  spawnService,
-  startService,
-} from './support/process.js'
+import { INVALID_TOKEN } from './support/errors.js'
+import { bootstrapKey, type StartedService } from './support/process.js'
+import { assertUsageErrors, workspace } from './support/workspace.js'
 
 const KEY_PATTERN = /^pet_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$/
 const ANY_KEY = /pet_[0-9a-f]{12}_[A-Za-z0-9_-]{43}/g
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
-const INVALID_TOKEN = {
-  code: 'unauthorized',
-  message: 'the API key is not valid (unknown, revoked or expired)',
-  status: 401,
-}
-
-interface RunResult extends Exit {
-  stdout: string
-  stderr: string
-}
 
 interface CreatedKey {
   key: string
@@ -36,26 +21,13 @@ interface CreatedKey {
   stdout: string
 }
 
-/**
- * A temp dir with a database path, a runner for the CLI and a starter for servers, all working in
- * that dir; servers are killed and the dir removed after the test.
- */
-function workspace(t: TestContext) {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-cli-'))
-  const dbPath = join(dir, 'petstore.db')
-  t.after(() => rmSync(dir, { recursive: true, force: true }))
-
-  const run = async (args: string[], env: Record<string, string> = {}): Promise<RunResult> => {
-    const child = spawnService(t, { args, env, cwd: dir, timeout: 30_000 })
-    const exit = await child.exited
-    return { ...exit, stdout: child.stdout(), stderr: child.stderr() }
-  }
-
-  const serve = (env: Record<string, string> = {}): Promise<StartedService> =>
-    startService(t, { env, cwd: dir })
+/** A workspace (see support/workspace.ts) that also makes keys through the CLI. */
+function cliWorkspace(t: TestContext) {
+  const w = workspace(t)
+  const serve = (env: Record<string, string> = {}): Promise<StartedService> => w.start([], env)
 
   const createKey = async (args: string[], env: Record<string, string> = {}) => {
-    const res = await run(['keys', 'create', ...args], env)
+    const res = await w.run(['keys', 'create', ...args], env)
     assert.equal(res.code, 0, res.stderr)
     assert.equal(res.stderr, '')
     const lines = res.stdout.split('\n')
@@ -66,7 +38,7 @@ function workspace(t: TestContext) {
     return { key, id: m[1]!, secret: m[2]!, stdout: res.stdout } satisfies CreatedKey
   }
 
-  return { dir, dbPath, run, serve, createKey }
+  return { ...w, serve, createKey }
 }
 
 async function listPets(origin: string, key: string): Promise<Response> {
@@ -101,7 +73,7 @@ function assertInstantFrom(value: unknown, start: string): void {
 // Each test has its own directory and database, so they run side by side.
 describe('petstore keys', { concurrency: true }, () => {
   test('keys create prints the key alone on its last line, and only its hash is stored', async (t) => {
-    const w = workspace(t)
+    const w = cliWorkspace(t)
     const plain = await w.createKey(['--name', 'ci bot'])
     assert.equal(
       plain.stdout,
@@ -135,7 +107,7 @@ describe('petstore keys', { concurrency: true }, () => {
   })
 
   test('keys list shows id, name and state, never the key, as a table and as JSON', async (t) => {
-    const w = workspace(t)
+    const w = cliWorkspace(t)
     const at = (minute: number) => `2026-03-01T00:0${minute}:00.000Z`
     const alpha = await w.createKey(['--name', 'alpha'], { PETSTORE_NOW: at(0) })
     const beta = await w.createKey(['--name', 'beta team', '--expires-in', '1h'], {
@@ -209,7 +181,7 @@ describe('petstore keys', { concurrency: true }, () => {
   })
 
   test('keys list on an empty database', async (t) => {
-    const w = workspace(t)
+    const w = cliWorkspace(t)
     const asJson = await w.run(['keys', 'list', '--json'])
     assert.deepEqual(asJson, { code: 0, signal: null, stdout: '[]\n', stderr: '' })
     const asTable = await w.run(['keys', 'list'])
@@ -217,7 +189,7 @@ describe('petstore keys', { concurrency: true }, () => {
   })
 
   test('keys revoke: a server already running refuses the key from its next request', async (t) => {
-    const w = workspace(t)
+    const w = cliWorkspace(t)
     const created = await w.createKey(['--name', 'leaked'])
     const other = await w.createKey(['--name', 'kept'])
     const server = await w.serve()
@@ -243,7 +215,7 @@ describe('petstore keys', { concurrency: true }, () => {
   })
 
   test('an expired key is refused with 401 invalid_token', async (t) => {
-    const w = workspace(t)
+    const w = cliWorkspace(t)
     const created = await w.createKey(['--name', 'short-lived', '--expires-in', '1h'], {
       PETSTORE_NOW: '2026-01-01T00:00:00Z',
     })
@@ -254,7 +226,7 @@ describe('petstore keys', { concurrency: true }, () => {
   })
 
   test('keys revoke of an unknown id exits 2 with a message on stderr', async (t) => {
-    const w = workspace(t)
+    const w = cliWorkspace(t)
     await w.createKey(['--name', 'present'])
     const res = await w.run(['keys', 'revoke', '0123456789ab'])
     assert.deepEqual(res, {
@@ -268,7 +240,7 @@ describe('petstore keys', { concurrency: true }, () => {
 
 describe('petstore usage', { concurrency: true }, () => {
   test('bad arguments exit 2 with a clear message on stderr and touch no database', async (t) => {
-    const w = workspace(t)
+    const w = cliWorkspace(t)
     const cases: [string[], string][] = [
       [['keys', 'create'], "error: required option '--name <name>' not specified"],
       [
@@ -283,18 +255,12 @@ describe('petstore usage', { concurrency: true }, () => {
       [['keys', 'revoke'], "error: missing required argument 'id'"],
       [['keys', 'list', '--yaml'], "error: unknown option '--yaml'"],
     ]
-    const results = await Promise.all(cases.map(([args]) => w.run(args)))
-    for (const [i, [args, message]] of cases.entries()) {
-      const res = results[i]!
-      assert.equal(res.code, 2, `${args.join(' ')}: ${res.stderr}`)
-      assert.equal(res.stdout, '', args.join(' '))
-      assert.equal(res.stderr.split('\n')[0], message, args.join(' '))
-    }
+    await assertUsageErrors(w, cases)
     assert.equal(existsSync(w.dbPath), false)
   })
 
   test('--help exits 0 at every level and prints usage', async (t) => {
-    const w = workspace(t)
+    const w = cliWorkspace(t)
     const levels: [string[], string][] = [
       [['--help'], 'Usage: petstore [options] [command]'],
       [['-h'], 'Usage: petstore [options] [command]'],
@@ -323,7 +289,7 @@ describe('petstore usage', { concurrency: true }, () => {
   })
 
   test('--version prints the version; serve --help names every setting it reads', async (t) => {
-    const w = workspace(t)
+    const w = cliWorkspace(t)
     for (const flag of ['--version', '-V']) {
       assert.deepEqual(await w.run([flag], { PORT: 'abc' }), {
         code: 0,
@@ -347,7 +313,7 @@ describe('petstore usage', { concurrency: true }, () => {
   })
 
   test('a bad environment value makes serve exit 2 naming the variable', async (t) => {
-    const w = workspace(t)
+    const w = cliWorkspace(t)
     const res = await w.run(['serve'], { PORT: 'abc', HOST: '127.0.0.1' })
     assert.deepEqual(res, {
       code: 2,
@@ -370,7 +336,7 @@ describe('petstore usage', { concurrency: true }, () => {
 
 describe('petstore serve and migrate', { concurrency: true }, () => {
   test('first start with no key, output not a terminal: the key goes to a 0600 file, only its path to stdout', async (t) => {
-    const w = workspace(t)
+    const w = cliWorkspace(t)
     const first = await w.serve({ PETSTORE_LOG_LEVEL: 'info' })
     const path = join(w.dir, 'bootstrap-key')
     const key = bootstrapKey(w.dir)
@@ -405,7 +371,7 @@ describe('petstore serve and migrate', { concurrency: true }, () => {
   })
 
   test('a configured key means no bootstrap key is made', async (t) => {
-    const w = workspace(t)
+    const w = cliWorkspace(t)
     const configured = 'configured-key-0123456789'
     const server = await w.serve({ PETSTORE_API_KEYS: configured })
     await assertAccepted(server.origin, configured)
@@ -415,7 +381,7 @@ describe('petstore serve and migrate', { concurrency: true }, () => {
   })
 
   test('a bootstrap-key file left from an earlier database stops the first start, storing nothing', async (t) => {
-    const w = workspace(t)
+    const w = cliWorkspace(t)
     const path = join(w.dir, 'bootstrap-key')
     writeFileSync(path, 'pet_000000000000_earlier\n')
     const res = await w.run(['serve'], { PORT: '0', HOST: '127.0.0.1' })
@@ -431,7 +397,7 @@ describe('petstore serve and migrate', { concurrency: true }, () => {
   })
 
   test('migrate exits 0 and creates the database file and its folder', async (t) => {
-    const w = workspace(t)
+    const w = cliWorkspace(t)
     const nested = join(w.dir, 'data', 'nested', 'petstore.db')
     const env = { PETSTORE_DATABASE_URL: `sqlite:${nested}` }
     assert.equal(existsSync(nested), false)

@@ -2,7 +2,6 @@
 // program runs against a real service, and int64 values, paging, errors and idempotency work
 // through it over a real socket.
 import assert from 'node:assert/strict'
-import { type ChildProcess, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
@@ -23,38 +22,15 @@ import {
   SCHEMA_PATH,
   servedDocument,
 } from '../scripts/generate-client.js'
-import { baseEnv, type Exit, startService } from './support/process.js'
+import { INVALID_TOKEN } from './support/errors.js'
+import { spawnService, startService } from './support/process.js'
+import type { RunResult } from './support/workspace.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const EXAMPLE = join(ROOT, 'examples', 'pets-client.ts')
 const API_KEY = 'client-test-key-0123456789'
 const INT64_MAX = 9223372036854775807n
 const INT64_MIN = -9223372036854775808n
-const INVALID_TOKEN = {
-  code: 'unauthorized',
-  message: 'the API key is not valid (unknown, revoked or expired)',
-  status: 401,
-}
-
-interface Output extends Exit {
-  stdout: string
-  stderr: string
-}
-
-function collect(child: ChildProcess): { output: Output; exited: Promise<Output> } {
-  const output: Output = { stdout: '', stderr: '', code: null, signal: null }
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-    output.stdout += chunk
-  })
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
-    output.stderr += chunk
-  })
-  // 'close' comes after the output streams end, so nothing printed is missed.
-  const exited = new Promise<Output>((resolve) =>
-    child.once('close', (code, signal) => resolve(Object.assign(output, { code, signal }))),
-  )
-  return { output, exited }
-}
 
 /** `petstore serve` on a fresh database and a free port; returns the API root, `.../v1`. */
 async function serveApi(t: TestContext): Promise<string> {
@@ -64,14 +40,16 @@ async function serveApi(t: TestContext): Promise<string> {
   return `${service.origin}/v1`
 }
 
-function runExample(env: Record<string, string>): Promise<Output> {
-  const child = spawn(process.execPath, ['--import', 'tsx', EXAMPLE], {
+/** The example program, run with only `env` set, to its end. */
+async function runExample(t: TestContext, env: Record<string, string>): Promise<RunResult> {
+  const example = spawnService(t, {
+    command: process.execPath,
+    args: ['--import', 'tsx', EXAMPLE],
     cwd: ROOT,
-    env: { ...baseEnv(), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    env,
     timeout: 60_000,
   })
-  return collect(child).exited
+  return { ...(await example.exited), stdout: example.stdout(), stderr: example.stderr() }
 }
 
 /** A fetch that records what the client sends: method, URL and body text. */
@@ -215,7 +193,7 @@ describe('exact JSON', () => {
 describe('example program', () => {
   test('lists, creates and pages through pets against a running service', async (t) => {
     const baseUrl = await serveApi(t)
-    const res = await runExample({ PETSTORE_URL: baseUrl, PETSTORE_KEY: API_KEY })
+    const res = await runExample(t, { PETSTORE_URL: baseUrl, PETSTORE_KEY: API_KEY })
     assert.equal(res.stderr, '')
     assert.deepEqual({ code: res.code, signal: res.signal }, { code: 0, signal: null })
     assert.equal(
@@ -243,7 +221,10 @@ describe('example program', () => {
 
   test('a rejected key ends it with exit code 1 and the error on stderr', async (t) => {
     const baseUrl = await serveApi(t)
-    const res = await runExample({ PETSTORE_URL: baseUrl, PETSTORE_KEY: 'not-a-valid-key-at-all' })
+    const res = await runExample(t, {
+      PETSTORE_URL: baseUrl,
+      PETSTORE_KEY: 'not-a-valid-key-at-all',
+    })
     assert.deepEqual(res, {
       stdout: '',
       stderr:
@@ -253,8 +234,8 @@ describe('example program', () => {
     })
   })
 
-  test('without PETSTORE_URL and PETSTORE_KEY it prints its usage and exits 2', async () => {
-    const res = await runExample({})
+  test('without PETSTORE_URL and PETSTORE_KEY it prints its usage and exits 2', async (t) => {
+    const res = await runExample(t, {})
     assert.deepEqual(res, {
       stdout: '',
       stderr:

@@ -2,64 +2,38 @@
 // later run takes it rather than writing it again, and that a bad or unwritable cache changes
 // nothing but speed. Each run is `node dist/main.js --help`, which loads the whole bundle.
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
-import {
-  existsSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { type TestContext, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { baseEnv } from './support/process.js'
+import { spawnService } from './support/process.js'
+import { type RunResult, tempDir } from './support/workspace.js'
 
 const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url))
 const DEFAULT_DIR = fileURLToPath(new URL('../dist/compile-cache', import.meta.url))
 const CACHE_NAME = /^petstore-[0-9a-f]{16}-v\d+\.\d+\.\d+-[a-z0-9]+-[0-9a-f]{12}\.v8$/
 const USAGE = /^Usage: petstore \[options\] \[command\]\n/
 
-interface Run {
-  code: number | null
-  stdout: string
-  stderr: string
-}
-
 /** `node <flags> dist/main.js --help` with PETSTORE_COMPILE_CACHE set to `cache` (unset: undefined). */
-function help(cache: string | undefined, flags: string[] = []): Promise<Run> {
-  const env = baseEnv()
-  if (cache !== undefined) env.PETSTORE_COMPILE_CACHE = cache
-  const child = spawn(process.execPath, [...flags, MAIN, '--help'], { env })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (d: Buffer) => {
-    stdout += d.toString()
-  })
-  child.stderr.on('data', (d: Buffer) => {
-    stderr += d.toString()
-  })
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })))
+async function help(
+  t: TestContext,
+  cache: string | undefined,
+  flags: string[] = [],
+): Promise<RunResult> {
+  const env: Record<string, string> = cache === undefined ? {} : { PETSTORE_COMPILE_CACHE: cache }
+  const run = spawnService(t, { command: process.execPath, args: [...flags, MAIN, '--help'], env })
+  return { ...(await run.exited), stdout: run.stdout(), stderr: run.stderr() }
 }
 
-function assertHelped(run: Run): void {
+function assertHelped(run: RunResult): void {
   assert.equal(run.code, 0, run.stderr)
   assert.match(run.stdout, USAGE)
   assert.equal(run.stderr, '')
 }
 
-function tempDir(t: TestContext): string {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-compile-cache-'))
-  t.after(() => rmSync(dir, { recursive: true, force: true }))
-  return dir
-}
-
 test('the first run writes the cache; the next one takes it and leaves it as it is', async (t) => {
   const dir = join(tempDir(t), 'cache')
-  assertHelped(await help(dir))
+  assertHelped(await help(t, dir))
   const files = readdirSync(dir)
   assert.equal(files.length, 1, `one cache file, no partial one: ${files.join(', ')}`)
   assert.match(files[0]!, CACHE_NAME)
@@ -68,7 +42,7 @@ test('the first run writes the cache; the next one takes it and leaves it as it 
   // V8's cache of a 1.9 MB bundle with the functions a run compiled: about a megabyte.
   assert.ok(written.size > 100_000, `cache of ${written.size} bytes`)
 
-  assertHelped(await help(dir))
+  assertHelped(await help(t, dir))
   const after = statSync(file)
   // Rewritten, it would be a new file renamed over the old one: another inode.
   assert.equal(after.ino, written.ino)
@@ -78,24 +52,24 @@ test('the first run writes the cache; the next one takes it and leaves it as it 
 
 test('a cache V8 rejects is replaced, and the run is as without it', async (t) => {
   const dir = tempDir(t)
-  assertHelped(await help(dir))
+  assertHelped(await help(t, dir))
   const [name] = readdirSync(dir)
   const file = join(dir, name!)
   const garbage = Buffer.alloc(statSync(file).size, 0x5a)
   writeFileSync(file, garbage)
 
-  assertHelped(await help(dir))
+  assertHelped(await help(t, dir))
   const replaced = statSync(file)
   assert.ok(replaced.size > 100_000, `cache of ${replaced.size} bytes`)
   assert.notDeepEqual(readFileSync(file), garbage)
-  assertHelped(await help(dir))
+  assertHelped(await help(t, dir))
   assert.equal(statSync(file).ino, replaced.ino, 'the new cache is taken')
 })
 
 test('other Node flags get a cache file of their own', async (t) => {
   const dir = tempDir(t)
-  assertHelped(await help(dir))
-  assertHelped(await help(dir, ['--max-semi-space-size=4']))
+  assertHelped(await help(t, dir))
+  assertHelped(await help(t, dir, ['--max-semi-space-size=4']))
   const files = readdirSync(dir).sort()
   assert.equal(files.length, 2, files.join(', '))
   for (const f of files) assert.match(f, CACHE_NAME)
@@ -104,25 +78,25 @@ test('other Node flags get a cache file of their own', async (t) => {
 test('a cache directory that cannot be made leaves the run as it is', async (t) => {
   const blocker = join(tempDir(t), 'a-file')
   writeFileSync(blocker, 'not a directory')
-  assertHelped(await help(join(blocker, 'cache')))
-  assertHelped(await help(join(blocker, 'cache')))
+  assertHelped(await help(t, join(blocker, 'cache')))
+  assertHelped(await help(t, join(blocker, 'cache')))
 })
 
 test('the cache is in dist/compile-cache unless set, and `off` writes none', async (t) => {
   // A flag no other test gives makes a file name of its own in the shared default directory.
   const flags = ['--stack-size=977']
   const dir = tempDir(t)
-  assertHelped(await help(dir, flags))
+  assertHelped(await help(t, dir, flags))
   const [name] = readdirSync(dir)
   const inDefault = join(DEFAULT_DIR, name!)
   rmSync(inDefault, { force: true })
   t.after(() => rmSync(inDefault, { force: true }))
 
-  assertHelped(await help('off', flags))
+  assertHelped(await help(t, 'off', flags))
   assert.equal(existsSync(inDefault), false, 'off writes no cache')
   assert.equal(existsSync(join(process.cwd(), 'off')), false, 'off is not a directory name')
 
-  assertHelped(await help(undefined, flags))
+  assertHelped(await help(t, undefined, flags))
   assert.equal(existsSync(inDefault), true, 'unset: dist/compile-cache')
 })
 

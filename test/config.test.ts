@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { ConfigError, loadConfig } from '../src/config.js'
-import { tempDir } from './support/app.js'
+import { tempDir } from './support/workspace.js'
 
 test('.env supplies settings; the real environment wins over it', (t) => {
   const path = join(tempDir(t), '.env')

@@ -4,22 +4,18 @@ import assert from 'node:assert/strict'
 import { describe, type TestContext, test } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { createPet, json, testApp } from './support/app.js'
+import { assertAnswered, errorBody, NO_KEY } from './support/errors.js'
 
 const ALLOWED = 'https://app.example.com'
 const ALSO_ALLOWED = 'http://localhost:5173'
 const OTHER = 'https://evil.example.net'
 const EXPOSED =
   'Link, Location, Deprecation, Sunset, RateLimit, RateLimit-Policy, Retry-After, X-Request-Id, Idempotent-Replayed'
-const NO_KEY = {
-  code: 'unauthorized',
-  message: 'an API key is required: send Authorization: Bearer <key>',
-  status: 401,
-}
-const OPTIONS_NOT_ALLOWED = {
-  code: 'method_not_allowed',
-  message: 'OPTIONS is not allowed here; use GET, HEAD, POST',
-  status: 405,
-}
+const OPTIONS_NOT_ALLOWED = errorBody(
+  405,
+  'method_not_allowed',
+  'OPTIONS is not allowed here; use GET, HEAD, POST',
+)
 
 function corsApp(t: TestContext) {
   return testApp(t, { config: { corsOrigins: [ALLOWED, ALSO_ALLOWED] } })
@@ -159,8 +155,7 @@ describe('CORS on actual requests', () => {
   test('a 404 Error body from an allowed origin carries the CORS headers too', async (t) => {
     const a = await corsApp(t)
     const res = await a.call({ method: 'GET', url: '/v1/pets/77', headers: { origin: ALLOWED } })
-    assert.equal(res.statusCode, 404)
-    assert.deepEqual(json(res), { code: 'not_found', message: 'no pet with id 77', status: 404 })
+    assertAnswered(res, errorBody(404, 'not_found', 'no pet with id 77'))
     assert.equal(res.headers['access-control-allow-origin'], ALLOWED)
   })
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { createPet, json, testApp } from './support/app.js'
+import { assertAnswered, errorBody } from './support/errors.js'
 
 const badRequest = (message: string) => ({ code: 'invalid_request', message, status: 400 })
 
@@ -190,12 +191,10 @@ describe('createPet', () => {
   test('a body over 64 KiB is 413 and creates nothing', async (t) => {
     const a = await testApp(t)
     const res = await createPet(a, { name: 'x', categoryId: 1, pad: 'y'.repeat(70_000) })
-    assert.equal(res.statusCode, 413)
-    assert.deepEqual(json(res), {
-      code: 'payload_too_large',
-      message: 'request body is larger than 65536 bytes',
-      status: 413,
-    })
+    assertAnswered(
+      res,
+      errorBody(413, 'payload_too_large', 'request body is larger than 65536 bytes'),
+    )
     assert.equal((await a.store.listPets({ afterId: null, status: null, limit: 10 })).length, 0)
   })
 

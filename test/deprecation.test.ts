@@ -8,6 +8,7 @@ import { createApiKey } from '../src/auth/api-keys.js'
 import { manualClock } from '../src/clock.js'
 import { type Config, configWith } from '../src/config.js'
 import { createPet, json, testApp, testStore } from './support/app.js'
+import { assertAnswered, errorBody, NO_KEY } from './support/errors.js'
 
 const SUNSET = 'Thu, 05 Dec 2030 00:00:00 GMT'
 const SUCCESSOR = '</v1/pets>; rel="successor-version"'
@@ -40,30 +41,19 @@ describe('getPet deprecation headers', () => {
   test('404, 400 and 401 carry them too', async (t) => {
     const app = await testApp(t)
     const missing = await app.call({ method: 'GET', url: '/v1/pets/999' })
-    assert.equal(missing.statusCode, 404)
-    assert.deepEqual(json(missing), {
-      code: 'not_found',
-      message: 'no pet with id 999',
-      status: 404,
-    })
+    assertAnswered(missing, errorBody(404, 'not_found', 'no pet with id 999'))
     assertDeprecationHeaders(missing)
 
     const invalid = await app.call({ method: 'GET', url: '/v1/pets/abc' })
-    assert.equal(invalid.statusCode, 400)
-    assert.deepEqual(json(invalid), {
-      code: 'invalid_request',
-      message: "path parameter 'petId' must be a 64-bit integer",
-      status: 400,
-    })
+    assertAnswered(
+      invalid,
+      errorBody(400, 'invalid_request', "path parameter 'petId' must be a 64-bit integer"),
+    )
     assertDeprecationHeaders(invalid)
 
     const anonymous = await app.app.inject({ method: 'GET', url: '/v1/pets/1' })
     assert.equal(anonymous.statusCode, 401)
-    assert.deepEqual(json(anonymous), {
-      code: 'unauthorized',
-      message: 'an API key is required: send Authorization: Bearer <key>',
-      status: 401,
-    })
+    assert.deepEqual(json(anonymous), NO_KEY)
     assert.equal(anonymous.headers['www-authenticate'], 'Bearer realm="petstore"')
     assertDeprecationHeaders(anonymous)
 
@@ -151,11 +141,7 @@ describe('getPet sunset', () => {
     const app = await testApp(t, { now: new Date('2031-01-01T00:00:00Z') })
     const res = await app.app.inject({ method: 'GET', url: '/v1/pets/1' })
     assert.equal(res.statusCode, 401)
-    assert.deepEqual(json(res), {
-      code: 'unauthorized',
-      message: 'an API key is required: send Authorization: Bearer <key>',
-      status: 401,
-    })
+    assert.deepEqual(json(res), NO_KEY)
     assertDeprecationHeaders(res)
     assert.equal((await app.call({ method: 'GET', url: '/v1/pets/1' })).statusCode, 410)
   })

@@ -2,30 +2,26 @@
 // killed with SIGKILL under load, and stopped with SIGTERM while a request is still arriving.
 
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { connect } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { parse } from 'lossless-json'
-import { type StartedService, startService } from './support/process.js'
-import { RawConnection } from './support/raw-http.js'
+import { listAllPets } from './support/api.js'
+import {
+  assertDraining,
+  halfSentCreate,
+  openConnection,
+  READYZ,
+  readiness,
+  SHUTTING_DOWN,
+} from './support/drain.js'
+import { listenerClosed } from './support/wait.js'
+import { workspace } from './support/workspace.js'
 
 const KEY = 'durability-test-key-0123456789'
 const AUTH = { authorization: `Bearer ${KEY}` }
 
-/** A temp dir and the servers started in it, with the key and no rate limit; the dir goes after. */
-function harness(t: TestContext) {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-durability-'))
-  t.after(() => rmSync(dir, { recursive: true, force: true }))
-  const start = (env: Record<string, string> = {}): Promise<StartedService> =>
-    startService(t, {
-      cwd: dir,
-      env: { PETSTORE_API_KEYS: KEY, PETSTORE_RATE_LIMIT_MAX: '100000000', ...env },
-    })
-  return { dir, start }
-}
+/** A workspace whose servers take the key and have no rate limit. */
+const harness = (t: TestContext) =>
+  workspace(t, { PETSTORE_API_KEYS: KEY, PETSTORE_RATE_LIMIT_MAX: '100000000' })
 
 interface ListedPet {
   id: bigint
@@ -37,39 +33,6 @@ interface ListedPet {
 /** Parses a JSON body with every number as a BigInt, so int64 values keep all their digits. */
 function parseExact(text: string): unknown {
   return parse(text, null, (literal) => BigInt(literal))
-}
-
-/** Every pet, walking the pages through `Link: <...>; rel="next"`. */
-async function listAllPets(origin: string): Promise<ListedPet[]> {
-  const pets: ListedPet[] = []
-  let url: string | null = `${origin}/v1/pets?limit=100`
-  while (url !== null) {
-    const res: Response = await fetch(url, { headers: AUTH })
-    const text = await res.text()
-    assert.equal(res.status, 200, text)
-    const page = parseExact(text)
-    assert.ok(Array.isArray(page), text)
-    pets.push(...(page as ListedPet[]))
-    const next = /<([^>]+)>;\s*rel="next"/.exec(res.headers.get('link') ?? '')
-    url = next ? next[1]! : null
-  }
-  return pets
-}
-
-/** Resolves once the port refuses connections, i.e. the server has closed its listener. */
-async function listenerClosed(port: number): Promise<void> {
-  for (;;) {
-    const refused = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, '127.0.0.1')
-      socket.once('connect', () => {
-        socket.destroy()
-        resolve(false)
-      })
-      socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'))
-    })
-    if (refused) return
-    await sleep(20)
-  }
 }
 
 const INT64_MAX = '9223372036854775807'
@@ -162,7 +125,7 @@ describe('durability of the real process', () => {
     assert.ok(created.size >= KILL_AFTER_CREATES, `only ${created.size} pets were created`)
 
     const restarted = await h.start()
-    const pets = await listAllPets(restarted.origin)
+    const pets = await listAllPets<ListedPet>(restarted, KEY, { parse: parseExact })
 
     const ids = pets.map((p) => p.id)
     assert.equal(new Set(ids).size, ids.length, 'ids are unique')
@@ -191,55 +154,24 @@ describe('durability of the real process', () => {
   }, async (t) => {
     const h = harness(t)
     // Long enough for the readiness probe below to be answered before the listener closes.
-    const server = await h.start({ PETSTORE_DRAIN_DELAY: '3s', PETSTORE_LOG_LEVEL: 'info' })
+    const server = await h.start([], { PETSTORE_DRAIN_DELAY: '3s', PETSTORE_LOG_LEVEL: 'info' })
 
-    const probe = await RawConnection.open(server.port)
-    const upload = await RawConnection.open(server.port)
-    t.after(() => {
-      probe.destroy()
-      upload.destroy()
-    })
-    probe.write('GET /readyz HTTP/1.1\r\nHost: petstore\r\n\r\n')
-    const ready = await probe.next()
+    const probe = await openConnection(t, server.port)
+    const ready = await readiness(probe)
     assert.equal(ready.status, 200)
     assert.equal(ready.headers.connection, 'keep-alive')
     assert.deepEqual(JSON.parse(ready.body), { status: 'ready' })
 
-    // Expect: 100-continue makes the server say when it has taken the request in.
     const body = `{"name":"Drained","categoryId":${INT64_MAX},"status":"pending"}`
-    upload.write(
-      [
-        'POST /v1/pets HTTP/1.1',
-        'Host: petstore',
-        `Authorization: Bearer ${KEY}`,
-        'Content-Type: application/json',
-        `Content-Length: ${Buffer.byteLength(body)}`,
-        'Expect: 100-continue',
-        '',
-        '',
-      ].join('\r\n'),
-    )
-    assert.equal((await upload.next()).status, 100)
-    const half = Math.floor(body.length / 2)
-    upload.write(body.slice(0, half))
+    const create = await halfSentCreate(t, server.port, KEY, body)
 
     server.child.kill('SIGTERM')
     await server.waitFor(/"msg":"draining before exit"/)
 
-    probe.write('GET /readyz HTTP/1.1\r\nHost: petstore\r\n\r\n')
-    const draining = await probe.next()
-    assert.equal(draining.status, 503)
-    assert.equal(draining.headers['content-type'], 'application/json; charset=utf-8')
-    assert.equal(draining.headers.connection, 'close')
-    assert.deepEqual(JSON.parse(draining.body), {
-      code: 'service_unavailable',
-      message: 'shutting down',
-      status: 503,
-    })
+    assertDraining(await readiness(probe))
 
     // Until the listener closes, traffic that still arrives is served, and told to go elsewhere.
-    const late = await RawConnection.open(server.port)
-    t.after(() => late.destroy())
+    const late = await openConnection(t, server.port)
     late.write(`GET /v1/pets HTTP/1.1\r\nHost: petstore\r\nAuthorization: Bearer ${KEY}\r\n\r\n`)
     const served = await late.next()
     assert.equal(served.status, 200)
@@ -249,20 +181,16 @@ describe('durability of the real process', () => {
     await listenerClosed(server.port)
     // The rest of the body, then a request pipelined behind it on the same connection: it arrives
     // while the server is closing and still gets the Error body (not the framework's own 503).
-    upload.write(`${body.slice(half)}GET /readyz HTTP/1.1\r\nHost: petstore\r\n\r\n`)
-    const createdRes = await upload.next()
+    create.rest(READYZ)
+    const createdRes = await create.upload.next()
     const expected = `{"id":1,"name":"Drained","categoryId":${INT64_MAX},"status":"pending"}`
     assert.equal(createdRes.status, 201, createdRes.body)
     assert.equal(createdRes.headers.location, '/v1/pets/1')
     assert.equal(createdRes.body, expected)
-    const pipelined = await upload.next()
+    const pipelined = await create.upload.next()
     assert.equal(pipelined.status, 503)
     assert.equal(pipelined.headers['content-type'], 'application/json; charset=utf-8')
-    assert.deepEqual(JSON.parse(pipelined.body), {
-      code: 'service_unavailable',
-      message: 'shutting down',
-      status: 503,
-    })
+    assert.deepEqual(JSON.parse(pipelined.body), SHUTTING_DOWN)
 
     assert.deepEqual(await server.exited, { code: 0, signal: null })
     assert.equal(server.stderr(), '')

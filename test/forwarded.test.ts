@@ -10,6 +10,7 @@ import { type Config, ConfigError, loadConfig, settings } from '../src/config.js
 import { isAuthority } from '../src/http/authority.js'
 import { completedLines, type Door, hotAnswers, twoDoors } from './support/doors.js'
 import { exchange, header, type RawAnswer, rawRequest } from './support/raw-http.js'
+import { until } from './support/wait.js'
 
 const WRONG_KEY = `pet_000000000000_${'A'.repeat(43)}`
 
@@ -42,13 +43,9 @@ async function seen(door: Door, headers: [string, string][]): Promise<Seen> {
 
 /** The door's `request completed` line of the request with this X-Request-Id, once written. */
 async function loggedLine(door: Door, requestId: string): Promise<Record<string, unknown>> {
-  const deadline = Date.now() + 5000
-  for (;;) {
-    const line = completedLines(door).find((l) => l.requestId === requestId)
-    if (line !== undefined) return line
-    assert.ok(Date.now() < deadline, `no log line for ${requestId}`)
-    await new Promise((resolve) => setImmediate(resolve))
-  }
+  const line = () => completedLines(door).find((l) => l.requestId === requestId)
+  await until(`the log line of ${requestId}`, () => line() !== undefined, 5000)
+  return line()!
 }
 
 const xff = (value: string): [string, string] => ['X-Forwarded-For', value]

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { createPet, json, testApp } from './support/app.js'
+import { badRequest } from './support/errors.js'
 
 describe('getPet', () => {
   test('200 with the pet', async (t) => {
@@ -34,11 +35,7 @@ describe('getPet', () => {
 
   test('400 for a petId that is not a decimal int64', async (t) => {
     const a = await testApp(t)
-    const body = {
-      code: 'invalid_request',
-      message: "path parameter 'petId' must be a 64-bit integer",
-      status: 400,
-    }
+    const body = badRequest("path parameter 'petId' must be a 64-bit integer")
     const ids = [
       'abc',
       '1.0',

@@ -8,27 +8,20 @@ import http2, { type ClientHttp2Session } from 'node:http2'
 import { describe, type TestContext, test } from 'node:test'
 import fc from 'fast-check'
 import { type Door, type Doors, hotAnswers, twoDoors } from './support/doors.js'
+import { badRequest, errorBody } from './support/errors.js'
 import { exchange, type RawAnswer, rawRequest } from './support/raw-http.js'
 import { certificate, tlsServer } from './support/tls.js'
 
 const HOST_RULE =
   'must be a host name, an IPv4 address or a bracketed IPv6 address, with an optional port from 1 to 65535'
-const badHost = {
-  code: 'invalid_request',
-  message: `the Host header ${HOST_RULE}`,
-  status: 400,
-}
-const badAuthority = { code: 'invalid_request', message: `:authority ${HOST_RULE}`, status: 400 }
-const disagreeing = {
-  code: 'invalid_request',
-  message: 'the Host header and :authority must name the same host and port',
-  status: 400,
-}
-const unsupported = {
-  code: 'unsupported_media_type',
-  message: 'request body must be UTF-8 application/json',
-  status: 415,
-}
+const badHost = badRequest(`the Host header ${HOST_RULE}`)
+const badAuthority = badRequest(`:authority ${HOST_RULE}`)
+const disagreeing = badRequest('the Host header and :authority must name the same host and port')
+const unsupported = errorBody(
+  415,
+  'unsupported_media_type',
+  'request body must be UTF-8 application/json',
+)
 const NEXT = '/v1/pets?limit=1&cursor=djE6MQ'
 
 async function one(port: number, bytes: string): Promise<RawAnswer> {

@@ -211,7 +211,8 @@ describe('HTTP at the edge', () => {
         [401],
       )
       assert.equal(x.rest, '')
-      assert.ok(x.elapsedMs < 1500, `after ${x.elapsedMs} ms`)
+      // Cut by the timeout, not when the client gives up: a generous bound past the 1 s.
+      assert.ok(x.elapsedMs < 3000, `after ${x.elapsedMs} ms`)
       assert.equal(await petCount(a), 0)
     })
   })

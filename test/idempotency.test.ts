@@ -6,6 +6,7 @@ import { createApiKey } from '../src/auth/api-keys.js'
 import { PetService } from '../src/pets/service.js'
 import type { Pet, Store } from '../src/storage/store.js'
 import { json, type TestApp, testApp } from './support/app.js'
+import { assertAnswered, errorBody } from './support/errors.js'
 
 const HOUR_MS = 60 * 60 * 1000
 
@@ -118,12 +119,14 @@ describe('Idempotency-Key', () => {
     await entered.promise
 
     const b = await post(app, REX, 'slow-one')
-    assert.equal(b.statusCode, 409)
-    assert.deepEqual(json(b), {
-      code: 'idempotency_key_in_progress',
-      message: 'a request with this Idempotency-Key is still in progress; retry later',
-      status: 409,
-    })
+    assertAnswered(
+      b,
+      errorBody(
+        409,
+        'idempotency_key_in_progress',
+        'a request with this Idempotency-Key is still in progress; retry later',
+      ),
+    )
     assert.equal(b.headers['retry-after'], '1')
 
     release.resolve()

@@ -8,7 +8,7 @@ import { describe, test } from 'node:test'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { LogDestination } from '../src/observability/log-destination.js'
-import { tempDir } from './support/app.js'
+import { tempDir } from './support/workspace.js'
 
 describe('LogDestination', () => {
   test('holds the lines of one turn and writes them, in order, at its end', async (t) => {

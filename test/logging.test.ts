@@ -5,8 +5,8 @@ import { describe, type TestContext, test } from 'node:test'
 import { configWith } from '../src/config.js'
 import { LogDestination } from '../src/observability/log-destination.js'
 import { isPretty, loggerOptions } from '../src/observability/logging.js'
-import { tempDir } from './support/app.js'
 import { bootstrapKey, LISTENING_LINE, spawnService, startService } from './support/process.js'
+import { tempDir } from './support/workspace.js'
 
 const KEY = /pet_[0-9a-f]{12}_[A-Za-z0-9_-]{43}/
 

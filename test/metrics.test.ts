@@ -8,8 +8,8 @@ import { configWith } from '../src/config.js'
 import { Metrics } from '../src/observability/metrics.js'
 import { LISTENING_BANNER, METRICS_BANNER, startServer } from '../src/server.js'
 import { openSqliteStore } from '../src/storage/sqlite/sqlite-store.js'
-import { tempDir } from './support/app.js'
 import { spawnService, startService } from './support/process.js'
+import { tempDir } from './support/workspace.js'
 
 const PROMETHEUS_TEXT = 'text/plain; version=0.0.4; charset=utf-8'
 const DURATION_BUCKETS = [

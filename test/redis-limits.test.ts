@@ -5,11 +5,11 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { type TestContext, test } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { counterName } from '../src/auth/authenticate.js'
 import { REDIS_BREAKER_OPEN_MS } from '../src/auth/redis.js'
 import { type StartedService, startService } from './support/process.js'
 import { type OwnRedis, startOwnRedis } from './support/redis-server.js'
+import { until } from './support/wait.js'
 
 /** Configured keys: the service names their counters `config-1`, `config-2`… */
 const KEYS = Array.from({ length: 16 }, (_, i) => `redis-limits-key-${i + 1}-0123456789`)
@@ -96,11 +96,16 @@ function assertCountedOnce(answers: Answer[], label: string) {
 /** Calls `list` with `key` until its counter is in Redis; the answer that put it there. */
 async function untilShared(redis: OwnRedis, origin: string, key: string): Promise<Answer> {
   const client = await redis.client()
-  for (;;) {
-    const answer = await list(origin, key)
-    if ((await client.get(`petstore-rl:default:${keyId(key)}`)) !== null) return answer
-    await sleep(50)
-  }
+  let answer!: Answer
+  await until(
+    `the counter of ${keyId(key)} is kept in Redis`,
+    async () => {
+      answer = await list(origin, key)
+      return (await client.get(`petstore-rl:default:${keyId(key)}`)) !== null
+    },
+    60_000,
+  )
+  return answer
 }
 
 test('a hung Redis costs a request no more than its bound; limits hold in memory, then are shared again', {
@@ -235,7 +240,7 @@ test('a Redis down at start is said once on stderr; limits hold in memory until 
   await redis.kill()
   const service = await startInstance(t, redis.url)
   // Written before the start-up line, but on another pipe.
-  while (!service.stderr().endsWith('\n')) await sleep(20)
+  await until('the warning is written on stderr', () => service.stderr().endsWith('\n'))
   assert.match(
     service.stderr(),
     /^petstore: rate-limit store \(Redis\) unreachable at start: .+; rate limits are counted per process until it answers\n$/,

@@ -12,6 +12,7 @@ import { manualClock } from '../src/clock.js'
 import { configWith } from '../src/config.js'
 import { errorStatus } from '../src/errors.js'
 import { createPet, type TestApp, testApp, testStore } from './support/app.js'
+import { NO_KEY } from './support/errors.js'
 import { exchange, header, type RawAnswer, rawRequest } from './support/raw-http.js'
 
 interface Route {
@@ -147,11 +148,7 @@ describe('authentication is decided by the route that answers', () => {
     ] as const) {
       const answer = await send(port, route, target)
       assert.equal(answer.status, 401, target)
-      assert.deepEqual(JSON.parse(answer.body), {
-        code: 'unauthorized',
-        message: 'an API key is required: send Authorization: Bearer <key>',
-        status: 401,
-      })
+      assert.deepEqual(JSON.parse(answer.body), NO_KEY)
       assert.equal(header(answer, 'www-authenticate'), 'Bearer realm="petstore"')
       assert.equal(header(answer, 'ratelimit-policy'), '"auth-failures";q=1000000;w=60')
     }

@@ -1,36 +1,23 @@
 // `petstore seed` as an operator runs it (`node dist/main.js seed ...`, stderr not a
 // terminal), and its progress bar as a terminal would show it.
 import assert from 'node:assert/strict'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { existsSync } from 'node:fs'
 import { describe, type TestContext, test } from 'node:test'
 import { progressReporter } from '../src/cli/seed.js'
 import { openSqliteStore } from '../src/storage/sqlite/sqlite-store.js'
 import type { Pet, PetStatus } from '../src/storage/store.js'
-import { spawnService, startService } from './support/process.js'
+import { assertUsageErrors, type RunResult, workspace } from './support/workspace.js'
 
 const SUMMARY = /^seeded (\d+) pets in \d+\.\d{2}s \(\d+ pets\/s\)\n$/
 const API_KEY = 'seed-test-key-0123456789'
 const MIXED = ['available', 'pending', 'sold', undefined] as const
 
-interface RunResult {
-  code: number | null
-  stdout: string
-  stderr: string
-}
-
-function workspace(t: TestContext) {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-seed-'))
-  const dbPath = join(dir, 'petstore.db')
-  t.after(() => rmSync(dir, { recursive: true, force: true }))
-  const run = async (args: string[]): Promise<RunResult> => {
-    const child = spawnService(t, { args, cwd: dir, timeout: 60_000 })
-    const { code } = await child.exited
-    return { code, stdout: child.stdout(), stderr: child.stderr() }
-  }
+/** A workspace (see support/workspace.ts) that reads back what was seeded. */
+function seedWorkspace(t: TestContext) {
+  const w = workspace(t)
+  const dbPath = w.dbPath
   const serve = async (): Promise<string> =>
-    (await startService(t, { cwd: dir, env: { PETSTORE_API_KEYS: API_KEY } })).origin
+    (await w.start([], { PETSTORE_API_KEYS: API_KEY })).origin
   /** Every pet in the database, read back through the store in pages. */
   const allPets = async (): Promise<Pet[]> => {
     const store = await openSqliteStore(dbPath)
@@ -49,7 +36,7 @@ function workspace(t: TestContext) {
       await store.close()
     }
   }
-  return { dbPath, run, serve, allPets }
+  return { dbPath, run: (args: string[]) => w.run(args), serve, allPets }
 }
 
 /** The n-th pet of a run, as documented: every tenth has a categoryId beyond 2^53. */
@@ -74,7 +61,7 @@ function assertSummary(res: RunResult, count: number): void {
 
 describe('petstore seed', { concurrency: true }, () => {
   test('seeds exactly the documented pets; a second run appends with ids that continue', async (t) => {
-    const w = workspace(t)
+    const w = seedWorkspace(t)
     const first = await w.run(['seed', '--count', '2500'])
     assertSummary(first, 2500)
     assert.equal(first.stderr, 'seeded 2500/2500 pets (100%)\n')
@@ -113,7 +100,7 @@ describe('petstore seed', { concurrency: true }, () => {
   })
 
   test('a running server serves seeded pets with every digit of their categoryIds', async (t) => {
-    const w = workspace(t)
+    const w = seedWorkspace(t)
     const origin = await w.serve()
     const res = await w.run(['seed', '--count', '12', '--status', 'none'])
     assertSummary(res, 12)
@@ -130,7 +117,7 @@ describe('petstore seed', { concurrency: true }, () => {
   })
 
   test('bad arguments exit 2 with a clear message and touch no database', async (t) => {
-    const w = workspace(t)
+    const w = seedWorkspace(t)
     const invalid = (option: string, value: string, expected: string) =>
       `error: option '${option}' argument '${value}' is invalid. ${expected}`
     const count = 'expected a whole number from 1 to 100000000'
@@ -155,18 +142,12 @@ describe('petstore seed', { concurrency: true }, () => {
         ),
       ],
     ]
-    const results = await Promise.all(cases.map(([args]) => w.run(args)))
-    for (const [i, [args, message]] of cases.entries()) {
-      const res = results[i]!
-      assert.equal(res.code, 2, `${args.join(' ')}: ${res.stderr}`)
-      assert.equal(res.stdout, '', args.join(' '))
-      assert.equal(res.stderr.split('\n')[0], message, args.join(' '))
-    }
+    await assertUsageErrors(w, cases)
     assert.equal(existsSync(w.dbPath), false)
   })
 
   test('--help describes the options and exits 0', async (t) => {
-    const w = workspace(t)
+    const w = seedWorkspace(t)
     for (const args of [
       ['seed', '--help'],
       ['help', 'seed'],

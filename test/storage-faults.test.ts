@@ -25,18 +25,13 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { StorageUnavailableError } from '../src/storage/errors.js'
 import { Database } from '../src/storage/sqlite/driver.js'
 import { FILE_REPLACED, unavailableOr } from '../src/storage/sqlite/faults.js'
-import { tempDir } from './support/app.js'
+import { call, type Pet, type Reply } from './support/api.js'
+import { NOT_READY } from './support/errors.js'
+import type { StartedService as ServiceProcess } from './support/process.js'
 import { until } from './support/wait.js'
-import {
-  call,
-  type Pet,
-  type Reply,
-  type ServiceProcess,
-  serviceHarness,
-} from './support/workers.js'
+import { JSON_LOGS_NO_LIMIT, tempDir, type Workspace, workspace } from './support/workspace.js'
 
 const KEY = 'storage-faults-key-0123456789'
-const NOT_READY = { code: 'service_unavailable', message: 'storage is not reachable', status: 503 }
 const FULL = 'the database disk is full; retry later'
 const IO = 'the database file cannot be read or written; retry later'
 const BUSY = 'the database is locked by another connection; retry later'
@@ -63,7 +58,7 @@ async function unmount(dir: string): Promise<void> {
 
 /**
  * A tmpfs of `bytes` mounted for the test, unmounted after it even when it fails. Call it after
- * serviceHarness: hooks run in the order they were added, so the services are gone by then.
+ * the workspace: hooks run in the order they were added, so the services are gone by then.
  */
 function tmpfs(t: TestContext, bytes: number): string {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-tmpfs-'))
@@ -122,11 +117,19 @@ function fillToTheBrim(dir: string): string {
 
 // ---------------------------------------------------------------- the service and its file
 
-async function startOn(
-  harness: ReturnType<typeof serviceHarness>,
-  path: string,
-): Promise<ServiceProcess> {
+async function startOn(harness: Workspace, path: string): Promise<ServiceProcess> {
   return harness.start([], { PETSTORE_DATABASE_URL: `sqlite:${path}`, PETSTORE_API_KEYS: KEY })
+}
+
+/**
+ * A workspace, then a tmpfs of `bytes` (unmounted once the services are gone), and a service on a
+ * file there.
+ */
+async function serviceOnTmpfs(t: TestContext, bytes: number) {
+  const harness = workspace(t, JSON_LOGS_NO_LIMIT)
+  const dir = tmpfs(t, bytes)
+  const path = join(dir, 'petstore.db')
+  return { harness, dir, path, service: await startOn(harness, path) }
 }
 
 async function stop(service: ServiceProcess): Promise<void> {
@@ -279,10 +282,7 @@ describe('SQLite faults: which errors mean that storage cannot serve now', () =>
 
 describe('SQLite faults under a running service', () => {
   test('disk full: creates 503 and readiness 503 until space is freed, then both recover by themselves; a keyed create retried gets 201', async (t) => {
-    const harness = serviceHarness(t)
-    const dir = tmpfs(t, 4 << 20)
-    const path = join(dir, 'petstore.db')
-    const service = await startOn(harness, path)
+    const { dir, path, service } = await serviceOnTmpfs(t, 4 << 20)
     const acknowledged = await created(
       service,
       { name: 'before-1', categoryId: 1 },
@@ -331,7 +331,7 @@ describe('SQLite faults under a running service', () => {
   })
 
   test('a file system the kernel turned read-only: creates and readiness 503, reads go on, nothing acknowledged is lost', async (t) => {
-    const harness = serviceHarness(t)
+    const harness = workspace(t, JSON_LOGS_NO_LIMIT)
     const fs = ext4RemountingReadOnly(t)
     const path = join(fs.dir, 'petstore.db')
     const service = await startOn(harness, path)
@@ -366,7 +366,7 @@ describe('SQLite faults under a running service', () => {
   })
 
   test('a write lock held past the busy timeout: creates and readiness 503 while it is held', async (t) => {
-    const harness = serviceHarness(t)
+    const harness = workspace(t, JSON_LOGS_NO_LIMIT)
     const path = join(harness.dir, 'petstore.db')
     const service = await startOn(harness, path)
     const acknowledged = await created(service, { name: 'before', categoryId: 1 })
@@ -386,10 +386,7 @@ describe('SQLite faults under a running service', () => {
   })
 
   test('the file deleted: no 201 after, reads and readiness 503, and the data can still be saved from the process', async (t) => {
-    const harness = serviceHarness(t)
-    const dir = tmpfs(t, 16 << 20)
-    const path = join(dir, 'petstore.db')
-    const service = await startOn(harness, path)
+    const { harness, dir, path, service } = await serviceOnTmpfs(t, 16 << 20)
     const acknowledged = await created(
       service,
       { name: 'before-1', categoryId: 1, status: 'pending' },
@@ -429,10 +426,7 @@ describe('SQLite faults under a running service', () => {
   })
 
   test('the file replaced by another (a backup renamed over it): 503 until restarted, which then serves the new file', async (t) => {
-    const harness = serviceHarness(t)
-    const dir = tmpfs(t, 16 << 20)
-    const path = join(dir, 'petstore.db')
-    const service = await startOn(harness, path)
+    const { harness, dir, path, service } = await serviceOnTmpfs(t, 16 << 20)
     const backedUp = await created(service, { name: 'in-backup', categoryId: 1, status: 'sold' })
     const backup = join(dir, 'backup.db')
     const reader = new Database(path, { readonly: true })

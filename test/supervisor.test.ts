@@ -5,7 +5,9 @@ import assert from 'node:assert/strict'
 import { request } from 'node:http'
 import { connect } from 'node:net'
 import { describe, test } from 'node:test'
-import { type Exit, isRunning, type Reply, serviceHarness } from './support/workers.js'
+import type { Reply } from './support/api.js'
+import { type Exit, isRunning } from './support/process.js'
+import { JSON_LOGS_NO_LIMIT, workspace } from './support/workspace.js'
 
 const KEY = 'supervisor-test-key-0123456789'
 /** npm must be gone this soon after the signal: the drain delay, then a prompt close. */
@@ -23,10 +25,14 @@ function accepts(port: number): Promise<boolean> {
   })
 }
 
-/** A create whose body is held back until `finish`: a request in flight across the signal. */
+/**
+ * A create whose body is held back until `finish`: a request in flight across the signal.
+ * `taken` settles on the service's 100 Continue, once it has the request's head.
+ */
 function heldCreate(port: number) {
   const body = '{"name":"in flight","categoryId":7}'
   let finish!: () => void
+  let taken!: Promise<void>
   const reply = new Promise<Reply>((resolve, reject) => {
     const req = request(
       {
@@ -39,6 +45,7 @@ function heldCreate(port: number) {
           authorization: `Bearer ${KEY}`,
           'content-type': 'application/json',
           'content-length': Buffer.byteLength(body),
+          expect: '100-continue',
         },
       },
       (res) => {
@@ -50,10 +57,11 @@ function heldCreate(port: number) {
       },
     )
     req.on('error', reject)
+    taken = new Promise((resolve) => req.once('continue', resolve))
     req.write(body.slice(0, 10))
     finish = () => req.end(body.slice(10))
   })
-  return { reply, finish: () => finish() }
+  return { reply, taken, finish: () => finish() }
 }
 
 function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
@@ -77,7 +85,7 @@ describe('npm start under a supervisor', { concurrency: true }, () => {
     test(`${c.name}: the service drains, npm exits 0, nothing is left running`, {
       timeout: 60_000,
     }, async (t) => {
-      const h = serviceHarness(t)
+      const h = workspace(t, JSON_LOGS_NO_LIMIT)
       const npm = await h.startNpm(
         { PETSTORE_API_KEYS: KEY, PETSTORE_DRAIN_DELAY: '1s' },
         { detached: c.group },
@@ -89,7 +97,7 @@ describe('npm start under a supervisor', { concurrency: true }, () => {
 
       const inFlight = heldCreate(npm.port)
       // The request's head reaches the service before the signal does.
-      await new Promise((resolve) => setTimeout(resolve, 200))
+      await inFlight.taken
       const signalled = performance.now()
       process.kill(c.group ? -npm.pid : npm.pid, c.signal)
       await within(npm.waitFor(/"msg":"draining before exit"/), EXIT_BOUND_MS, 'the drain')

@@ -13,20 +13,12 @@ import { ConfigError, configWith, loadConfig } from '../src/config.js'
 import { loadTls } from '../src/http/tls.js'
 import { Metrics } from '../src/observability/metrics.js'
 import { tempDir, testApp } from './support/app.js'
+import { badRequest, NO_KEY } from './support/errors.js'
 import { LISTENING_LINE, spawnService, startService } from './support/process.js'
 import { certificate, makeCertificate, tlsServer } from './support/tls.js'
 
 const HSTS = 'max-age=600'
-const NO_KEY = {
-  code: 'unauthorized',
-  message: 'an API key is required: send Authorization: Bearer <key>',
-  status: 401,
-}
-const MALFORMED_URL = {
-  code: 'invalid_request',
-  message: 'the request URL is malformed',
-  status: 400,
-}
+const MALFORMED_URL = badRequest('the request URL is malformed')
 /** Where a missing GOAWAY or close would leave a wait hanging, the test fails instead. */
 const HANG_GUARD = { timeout: 30_000 }
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
@@ -130,6 +122,14 @@ function rawTlsRequest(port: number, text: string): Promise<string> {
     socket.on('end', () => resolve(received))
     socket.on('error', reject)
   })
+}
+
+/** A request line that is no HTTP, over TLS: 400 with the Error body, and HSTS. */
+async function assertMalformedAnswered(port: number): Promise<void> {
+  const raw = parseRaw(await rawTlsRequest(port, 'NOT A REQUEST\r\n\r\n'))
+  assert.equal(raw.status, 400)
+  assert.deepEqual(JSON.parse(raw.body), badRequest('malformed HTTP request'))
+  assert.equal(raw.headers['strict-transport-security'], HSTS)
 }
 
 function parseRaw(text: string) {
@@ -249,14 +249,7 @@ describe('HTTPS (HTTP/1.1 over TLS)', () => {
 
   test('errors before routing still get an Error body and HSTS over TLS', async (t) => {
     const s = await tlsServer(t, { http2: false })
-    const raw = parseRaw(await rawTlsRequest(s.port, 'NOT A REQUEST\r\n\r\n'))
-    assert.equal(raw.status, 400)
-    assert.deepEqual(JSON.parse(raw.body), {
-      code: 'invalid_request',
-      message: 'malformed HTTP request',
-      status: 400,
-    })
-    assert.equal(raw.headers['strict-transport-security'], HSTS)
+    await assertMalformedAnswered(s.port)
 
     const url = await httpsRequest(s.origin, '/v1/pets/%E0%A4%A', {
       headers: { authorization: `Bearer ${s.key}` },
@@ -358,14 +351,7 @@ describe('HTTP/2', () => {
     assert.equal(res.headers['strict-transport-security'], HSTS)
 
     // A client offering no ALPN at all is served HTTP/1.1 too, and so are its parse errors.
-    const raw = parseRaw(await rawTlsRequest(s.port, 'NOT A REQUEST\r\n\r\n'))
-    assert.equal(raw.status, 400)
-    assert.deepEqual(JSON.parse(raw.body), {
-      code: 'invalid_request',
-      message: 'malformed HTTP request',
-      status: 400,
-    })
-    assert.equal(raw.headers['strict-transport-security'], HSTS)
+    await assertMalformedAnswered(s.port)
   })
 
   test('draining: a GOAWAY on HTTP/2, Connection: close on HTTP/1.1', HANG_GUARD, async (t) => {
@@ -422,32 +408,29 @@ describe('plain HTTP', () => {
   })
 })
 
+/** `fn` throws a ConfigError with exactly these problems. */
+function assertProblems(fn: () => unknown, problems: string[]): void {
+  assert.throws(fn, (err: unknown) => {
+    assert.ok(err instanceof ConfigError)
+    assert.deepEqual(err.problems, problems)
+    return true
+  })
+}
+
 describe('TLS settings', () => {
   test('only one of certificate and key is a configuration error', () => {
     for (const env of [{ PETSTORE_TLS_CERT: 'cert.pem' }, { PETSTORE_TLS_KEY: 'key.pem' }]) {
-      assert.throws(
+      assertProblems(
         () => loadConfig(env, null),
-        (err: unknown) => {
-          assert.ok(err instanceof ConfigError)
-          assert.deepEqual(err.problems, [
-            'PETSTORE_TLS_CERT and PETSTORE_TLS_KEY must be set together',
-          ])
-          return true
-        },
+        ['PETSTORE_TLS_CERT and PETSTORE_TLS_KEY must be set together'],
       )
     }
   })
 
   test('HTTP/2 without TLS is a configuration error', () => {
-    assert.throws(
+    assertProblems(
       () => loadConfig({ PETSTORE_HTTP2: 'true' }, null),
-      (err: unknown) => {
-        assert.ok(err instanceof ConfigError)
-        assert.deepEqual(err.problems, [
-          'PETSTORE_HTTP2=true needs PETSTORE_TLS_CERT and PETSTORE_TLS_KEY',
-        ])
-        return true
-      },
+      ['PETSTORE_HTTP2=true needs PETSTORE_TLS_CERT and PETSTORE_TLS_KEY'],
     )
   })
 
@@ -459,26 +442,16 @@ describe('TLS settings', () => {
     const dir = tempDir(t)
     const cert = join(dir, 'missing-cert.pem')
     const key = join(dir, 'missing-key.pem')
-    assert.throws(
+    assertProblems(
       () => loadTls(configWith({ tlsCertPath: cert, tlsKeyPath: certificate().keyPath })),
-      (err: unknown) => {
-        assert.ok(err instanceof ConfigError)
-        assert.deepEqual(err.problems, [
-          `PETSTORE_TLS_CERT=${JSON.stringify(cert)} cannot be read (ENOENT): expected a PEM file`,
-        ])
-        return true
-      },
+      [`PETSTORE_TLS_CERT=${JSON.stringify(cert)} cannot be read (ENOENT): expected a PEM file`],
     )
-    assert.throws(
+    assertProblems(
       () => loadTls(configWith({ tlsCertPath: cert, tlsKeyPath: key })),
-      (err: unknown) => {
-        assert.ok(err instanceof ConfigError)
-        assert.deepEqual(err.problems, [
-          `PETSTORE_TLS_CERT=${JSON.stringify(cert)} cannot be read (ENOENT): expected a PEM file`,
-          `PETSTORE_TLS_KEY=${JSON.stringify(key)} cannot be read (ENOENT): expected a PEM file`,
-        ])
-        return true
-      },
+      [
+        `PETSTORE_TLS_CERT=${JSON.stringify(cert)} cannot be read (ENOENT): expected a PEM file`,
+        `PETSTORE_TLS_KEY=${JSON.stringify(key)} cannot be read (ENOENT): expected a PEM file`,
+      ],
     )
   })
 

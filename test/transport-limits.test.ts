@@ -10,8 +10,15 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { connect as tlsConnect } from 'node:tls'
 import type { Config } from '../src/config.js'
 import { testApp } from './support/app.js'
+import { errorBody } from './support/errors.js'
 import { Flag, FrameType, frame, headerBlock, OPENING, rawH2Session } from './support/raw-h2.js'
-import { exchange, header, type RawAnswer, rawRequest } from './support/raw-http.js'
+import {
+  type ExchangeOptions,
+  exchange,
+  header,
+  type RawAnswer,
+  rawRequest,
+} from './support/raw-http.js'
 import { certificate, tlsServer } from './support/tls.js'
 
 const REQUEST_TIMEOUT_MS = 1000
@@ -25,16 +32,8 @@ const SLACK_MS = 2000
 /** A limit that does not hold leaves a wait hanging: the test fails instead. */
 const GUARD = { timeout: 20_000 }
 const HOST: [string, string] = ['Host', 'petstore.test']
-const TIMED_OUT = {
-  code: 'invalid_request',
-  message: 'the request did not arrive in full in time',
-  status: 408,
-}
-const TOO_LARGE = {
-  code: 'payload_too_large',
-  message: 'request body is larger than 65536 bytes',
-  status: 413,
-}
+const TIMED_OUT = errorBody(408, 'invalid_request', 'the request did not arrive in full in time')
+const TOO_LARGE = errorBody(413, 'payload_too_large', 'request body is larger than 65536 bytes')
 
 interface Served {
   port: number
@@ -99,6 +98,19 @@ function assertClosedWithin(elapsedMs: number, timeoutMs: number) {
   assert.ok(elapsedMs < timeoutMs + SLACK_MS, `still open ${elapsedMs} ms after ${timeoutMs} ms`)
 }
 
+/**
+ * Sends `bytes` (then `trickle`, if given) and expects the request timeout: one 408 with the Error
+ * body, and the connection closed at the timeout. The answer.
+ */
+async function timedOut(s: Served, bytes: string, trickle?: ExchangeOptions['trickle']) {
+  const x = await exchange(s.port, bytes, { answers: 2, connect: s.connect, trickle })
+  assert.equal(x.closed, true)
+  assert.equal(x.answers.length, 1)
+  assertErrorAnswer(x.answers[0], TIMED_OUT)
+  assertClosedWithin(x.elapsedMs, REQUEST_TIMEOUT_MS)
+  return x.answers[0]!
+}
+
 const createHead = (key: string, length: number, extra: [string, string][] = []) =>
   rawRequest('POST', '/v1/pets', [
     HOST,
@@ -142,17 +154,9 @@ for (const transport of TRANSPORTS) {
       GUARD,
       async (t) => {
         const s = await transport.serve(t)
-        const x = await exchange(s.port, 'GET /healthz HTTP/1.1\r\nHost: petstore.test\r\n', {
-          answers: 2,
-          connect: s.connect,
-        })
-        assert.equal(x.closed, true)
-        assert.equal(x.answers.length, 1)
-        assertErrorAnswer(x.answers[0], TIMED_OUT)
-        assert.equal(header(x.answers[0]!, 'connection'), 'close')
-        if (transport.tls)
-          assert.equal(header(x.answers[0]!, 'strict-transport-security'), 'max-age=600')
-        assertClosedWithin(x.elapsedMs, REQUEST_TIMEOUT_MS)
+        const answer = await timedOut(s, 'GET /healthz HTTP/1.1\r\nHost: petstore.test\r\n')
+        assert.equal(header(answer, 'connection'), 'close')
+        if (transport.tls) assert.equal(header(answer, 'strict-transport-security'), 'max-age=600')
       },
     )
 
@@ -161,15 +165,7 @@ for (const transport of TRANSPORTS) {
       GUARD,
       async (t) => {
         const s = await transport.serve(t)
-        const x = await exchange(s.port, createHead(s.key, 100), {
-          answers: 2,
-          connect: s.connect,
-          trickle: { pieces: Array(60).fill(' '), intervalMs: 50 },
-        })
-        assert.equal(x.closed, true)
-        assert.equal(x.answers.length, 1)
-        assertErrorAnswer(x.answers[0], TIMED_OUT)
-        assertClosedWithin(x.elapsedMs, REQUEST_TIMEOUT_MS)
+        await timedOut(s, createHead(s.key, 100), { pieces: Array(60).fill(' '), intervalMs: 50 })
       },
     )
 

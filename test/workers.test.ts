@@ -5,23 +5,21 @@
 
 import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
-import { connect, createServer } from 'node:net'
+import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
-import { bootstrapKey } from './support/process.js'
-import { RawConnection } from './support/raw-http.js'
+import { call, listAllPets, type Pet } from './support/api.js'
+import { assertDraining, halfSentCreate, openConnection, readiness } from './support/drain.js'
 import {
-  call,
+  bootstrapKey,
   isRunning,
   type LogLine,
-  listAllPets,
   listeningWorkerPids,
-  type Pet,
   parseLogLines,
-  type ServiceProcess,
-  serviceHarness,
-} from './support/workers.js'
+  type StartedService,
+} from './support/process.js'
+import { listenerClosed } from './support/wait.js'
+import { JSON_LOGS_NO_LIMIT, workspace } from './support/workspace.js'
 
 const KEY = 'workers-test-key-0123456789abcdef'
 const ANY_KEY = /pet_[0-9a-f]{12}_[A-Za-z0-9_-]{43}/g
@@ -55,14 +53,18 @@ async function createPet(
 }
 
 /** Every pet answered with 201 is listed exactly as answered, and nothing else is. */
-async function assertAllListed(port: number, key: string, created: Pet[]): Promise<void> {
-  const listed = await listAllPets(port, key)
+async function assertAllListed(
+  service: StartedService,
+  key: string,
+  created: Pet[],
+): Promise<void> {
+  const listed = await listAllPets(service, key)
   const byId = (a: Pet, b: Pet) => a.id - b.id
   assert.deepEqual(listed, [...created].sort(byId))
 }
 
 /** Waits until the workers have started, then gives their pids (two, none of them the primary). */
-async function workerPids(service: ServiceProcess, count: number): Promise<number[]> {
+async function workerPids(service: StartedService, count: number): Promise<number[]> {
   await service.waitFor((out) => countOf(out, '"msg":"worker listening"') >= count)
   const pids = listeningWorkerPids(service.logLines())
   assert.equal(new Set(pids).size, count, `workers: ${pids}`)
@@ -74,7 +76,7 @@ describe('serve --workers on SQLite', () => {
   test('PORT=0: one bootstrap key, one port, requests spread over both workers, all kept, metrics summed', {
     timeout: 60_000,
   }, async (t) => {
-    const h = serviceHarness(t)
+    const h = workspace(t, JSON_LOGS_NO_LIMIT)
     const service = await h.start(['--workers', '2'], { PETSTORE_METRICS_PORT: '0' })
     // The metrics line is a write of its own after the listening line: wait for it too.
     await service.waitFor(/^petstore metrics on /m)
@@ -126,7 +128,7 @@ describe('serve --workers on SQLite', () => {
       ),
     )
 
-    await assertAllListed(service.port, key, created)
+    await assertAllListed(service, key, created)
 
     // Both workers answered requests, and only workers did.
     await service.waitFor((text) => countOf(text, '"msg":"request completed"') >= 96 + lists)
@@ -141,7 +143,7 @@ describe('serve --workers on SQLite', () => {
   test('SIGTERM drains every worker: readiness 503, an upload in flight gets 201, exit 0', {
     timeout: 45_000,
   }, async (t) => {
-    const h = serviceHarness(t)
+    const h = workspace(t, JSON_LOGS_NO_LIMIT)
     // Long enough for the readiness probe below to be answered before the listeners close.
     const service = await h.start(['--workers', '2'], {
       PETSTORE_API_KEYS: KEY,
@@ -150,31 +152,11 @@ describe('serve --workers on SQLite', () => {
     })
     const workers = await workerPids(service, 2)
 
-    const probe = await RawConnection.open(service.port)
-    const upload = await RawConnection.open(service.port)
-    t.after(() => {
-      probe.destroy()
-      upload.destroy()
-    })
-    probe.write('GET /readyz HTTP/1.1\r\nHost: petstore\r\n\r\n')
-    assert.equal((await probe.next()).status, 200)
+    const probe = await openConnection(t, service.port)
+    assert.equal((await readiness(probe)).status, 200)
 
     const body = '{"name":"Drained","categoryId":9223372036854775807,"status":"pending"}'
-    upload.write(
-      [
-        'POST /v1/pets HTTP/1.1',
-        'Host: petstore',
-        `Authorization: Bearer ${KEY}`,
-        'Content-Type: application/json',
-        `Content-Length: ${Buffer.byteLength(body)}`,
-        'Expect: 100-continue',
-        '',
-        '',
-      ].join('\r\n'),
-    )
-    assert.equal((await upload.next()).status, 100)
-    const half = Math.floor(body.length / 2)
-    upload.write(body.slice(0, half))
+    const create = await halfSentCreate(t, service.port, KEY, body)
 
     service.child.kill('SIGTERM')
     await service.waitFor((out) => countOf(out, '"msg":"draining before exit"') >= 2)
@@ -184,24 +166,16 @@ describe('serve --workers on SQLite', () => {
       [[service.pid, 'SIGTERM', 2]],
     )
 
-    probe.write('GET /readyz HTTP/1.1\r\nHost: petstore\r\n\r\n')
-    const draining = await probe.next()
-    assert.equal(draining.status, 503)
-    assert.equal(draining.headers.connection, 'close')
-    assert.deepEqual(JSON.parse(draining.body), {
-      code: 'service_unavailable',
-      message: 'shutting down',
-      status: 503,
-    })
+    assertDraining(await readiness(probe))
 
     // Every worker has closed its listener, so the primary has closed the shared port.
     await listenerClosed(service.port)
-    upload.write(body.slice(half))
-    const created = await upload.next()
+    create.rest()
+    const created = await create.upload.next()
     assert.equal(created.status, 201, created.body)
     // It began before the listener closed; once answered, its idle connection is closed at once
     // (with the 60 s shutdown timeout, waiting for that would outlast the test's own timeout).
-    await upload.closed
+    await create.upload.closed
     assert.equal(
       created.body,
       `{"id":1,"name":"Drained","categoryId":9223372036854775807,"status":"pending"}`,
@@ -221,7 +195,7 @@ describe('serve --workers on SQLite', () => {
   test('a worker killed with SIGKILL is replaced, and the service keeps answering', {
     timeout: 60_000,
   }, async (t) => {
-    const h = serviceHarness(t)
+    const h = workspace(t, JSON_LOGS_NO_LIMIT)
     // The setting alone asks for workers here.
     const service = await h.start([], { PETSTORE_WORKERS: '2', PETSTORE_API_KEYS: KEY })
     assert.match(service.stdout(), /\(store: sqlite, workers: 2\)$/m)
@@ -261,7 +235,7 @@ describe('serve --workers on SQLite', () => {
       'the survivor and the new worker serve',
     )
 
-    await assertAllListed(service.port, KEY, created)
+    await assertAllListed(service, KEY, created)
     service.child.kill('SIGTERM')
     assert.deepEqual(await service.exited, { code: 0, signal: null })
     assert.equal(isRunning(replacement!), false)
@@ -271,7 +245,7 @@ describe('serve --workers on SQLite', () => {
   test('--workers 1 overrides PETSTORE_WORKERS and serves from the one process, as before', {
     timeout: 30_000,
   }, async (t) => {
-    const h = serviceHarness(t)
+    const h = workspace(t, JSON_LOGS_NO_LIMIT)
     const service = await h.start(['--workers', '1'], {
       PETSTORE_WORKERS: '4',
       PETSTORE_API_KEYS: KEY,
@@ -290,7 +264,7 @@ describe('serve --workers on SQLite', () => {
   test('rate limits count per worker in memory: each worker has the whole budget', {
     timeout: 30_000,
   }, async (t) => {
-    const h = serviceHarness(t)
+    const h = workspace(t, JSON_LOGS_NO_LIMIT)
     const service = await h.start(['--workers', '2'], { PETSTORE_RATE_LIMIT_MAX: '3' })
     const key = bootstrapKey(h.dir)
     const statuses = await sequentialLists(service.port, key, 10)
@@ -315,7 +289,7 @@ describe('serve --workers on SQLite', () => {
   test('rate limits are one budget across workers with PETSTORE_RATE_LIMIT_STORE=redis', {
     timeout: 30_000,
   }, async (t) => {
-    const h = serviceHarness(t)
+    const h = workspace(t, JSON_LOGS_NO_LIMIT)
     // The bootstrap key's id is new, so its counter in the shared Redis is this test's alone.
     const service = await h.start(['--workers', '2'], {
       PETSTORE_RATE_LIMIT_MAX: '3',
@@ -338,7 +312,7 @@ describe('serve --workers on SQLite', () => {
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
     t.after(() => taken.close())
     const port = (taken.address() as { port: number }).port
-    const h = serviceHarness(t)
+    const h = workspace(t, JSON_LOGS_NO_LIMIT)
     const res = await h.run(['serve', '--workers', '2'], {
       PORT: String(port),
       PETSTORE_API_KEYS: KEY,
@@ -354,7 +328,7 @@ describe('serve --workers on SQLite', () => {
   })
 
   test('bad worker counts exit 2 and say what is accepted', { timeout: 30_000 }, async (t) => {
-    const h = serviceHarness(t)
+    const h = workspace(t, JSON_LOGS_NO_LIMIT)
     const flags = ['0', '65', 'two', '1.5', '']
     const settings = ['0', '65', 'many']
     const [flagged, set] = await Promise.all([
@@ -388,20 +362,4 @@ async function sequentialLists(port: number, key: string, count: number): Promis
   for (let i = 0; i < count; i++)
     statuses.push((await call(port, { path: '/v1/pets', key })).status)
   return statuses
-}
-
-/** Resolves once the port refuses connections, i.e. no worker listens on it any more. */
-async function listenerClosed(port: number): Promise<void> {
-  for (;;) {
-    const refused = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, '127.0.0.1')
-      socket.once('connect', () => {
-        socket.destroy()
-        resolve(false)
-      })
-      socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'))
-    })
-    if (refused) return
-    await sleep(20)
-  }
 }

@@ -60,6 +60,9 @@ function directWriter(
 }
 
 export class RequestLogController extends LogController {
+  /** Made at the first line, from the root logger: the line names its request itself. */
+  private write: RequestLineWriter | undefined
+
   constructor() {
     super({ requestIdLogLabel: 'requestId' })
   }
@@ -71,7 +74,8 @@ export class RequestLogController extends LogController {
     request: FastifyRequest,
     reply: FastifyReply,
   ): void {
-    const line = requestLine({
+    const completed: CompletedRequest = {
+      requestId: request.id,
       // The same name the metrics use: `unknown` when no route matched.
       operation: request.routeOptions.config.operation ?? 'unknown',
       method: request.method,
@@ -80,8 +84,13 @@ export class RequestLogController extends LogController {
       elapsedMs: reply.elapsedTime,
       apiKeyName: request.apiKey?.name,
       remoteAddress: request.ip,
-    })
-    if (error) reply.log.error({ ...line, err: error }, 'request errored')
-    else reply.log.info(line, COMPLETED)
+    }
+    if (error) {
+      const { requestId: _, ...line } = requestLine(completed)
+      reply.log.error({ ...line, err: error }, 'request errored')
+    } else {
+      this.write ??= requestLineWriter(reply.server.log)
+      this.write(completed)
+    }
   }
 }

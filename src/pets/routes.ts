@@ -2,14 +2,24 @@
 // OpenAPI document) and hands the parsed request to the operation core (operations.ts).
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { authenticatedKey } from '../auth/authenticate.js'
+import type { Outcome } from '../http/envelope.js'
 import { sendOutcome } from '../http/error-handling.js'
 import { getPetSunset } from './deprecation.js'
 import type { Caller, PetOperations } from './operations.js'
 import { errorResponse, headers, operationResponses, withHeaders } from './responses.js'
 import { ListPetsQuery, type ListPetsQueryType, NewPet, Pet, PetIdParams, Pets } from './schemas.js'
 import { newPetOf } from './service.js'
+
+/** Sends the outcome now, or once decided: a handler with nothing to wait for returns nothing. */
+function answer(reply: FastifyReply, outcome: Outcome | Promise<Outcome>) {
+  if (!(outcome instanceof Promise)) {
+    sendOutcome(reply, outcome)
+    return undefined
+  }
+  return outcome.then((o) => sendOutcome(reply, o))
+}
 
 /** The caller of an admitted request. */
 function callerOf(request: FastifyRequest): Caller {
@@ -57,8 +67,8 @@ export async function petRoutes(app: FastifyInstance, ops: PetOperations): Promi
         }),
       },
     },
-    async (request, reply) =>
-      sendOutcome(reply, await ops.list(request.query as ListPetsQueryType, callerOf(request))),
+    (request, reply) =>
+      answer(reply, ops.list(request.query as ListPetsQueryType, callerOf(request))),
   )
 
   r.post(
@@ -131,8 +141,7 @@ export async function petRoutes(app: FastifyInstance, ops: PetOperations): Promi
         ),
       },
     },
-    async (request, reply) =>
-      sendOutcome(reply, await ops.get(request.params.petId, callerOf(request))),
+    (request, reply) => answer(reply, ops.get(request.params.petId, callerOf(request))),
   )
 
   app.get(

@@ -9,12 +9,13 @@ import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { connect, createServer, type Server, type Socket } from 'node:net'
 import { type TestContext, test } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { Redis } from 'ioredis'
 import pg from 'pg'
 import { PET_INSERT_LOCK } from '../../src/storage/postgres/migrations.js'
+import { listAllPets } from '../support/api.js'
+import { INVALID_TOKEN } from '../support/errors.js'
 import { freshPostgresUrl } from '../support/postgres.js'
 import { baseEnv, type StartedService as Instance, startService } from '../support/process.js'
 import { until } from '../support/wait.js'
@@ -127,19 +128,6 @@ function nextPath(link: string | null): string | null {
   return `${url.pathname}${url.search}`
 }
 
-/** Every pet, page by page, each page from the next instance in turn. */
-async function listAll(instances: Instance[], key: string, limit = 100): Promise<Pet[]> {
-  const pets: Pet[] = []
-  let path: string | null = `/v1/pets?limit=${limit}`
-  for (let page = 0; path !== null; page++) {
-    const res = await call(instances[page % instances.length]!.origin, path, key)
-    assert.equal(res.status, 200, res.text)
-    pets.push(...(res.json() as Pet[]))
-    path = nextPath(res.headers.get('link'))
-  }
-  return pets
-}
-
 const byId = (a: Pet, b: Pet) => a.id - b.id
 
 /**
@@ -175,7 +163,7 @@ test('24 concurrent clients create through three instances: ids unique, every 20
   // Listed through each instance, paging across all three: exactly the acknowledged pets.
   for (const first of [0, 1, 2]) {
     const rotated = [...instances.slice(first), ...instances.slice(0, first)]
-    assert.deepEqual(await listAll(rotated, key, 45), acknowledged)
+    assert.deepEqual(await listAllPets(rotated, key, { limit: 45 }), acknowledged)
   }
   // And each one by id, through an instance other than the one that created it.
   for (const [n, pet] of acknowledged.entries()) {
@@ -265,7 +253,7 @@ for (const pipeline of PIPELINES) {
     )
     // Pets created during the walk were seen too: ids commit in id order across instances, so no
     // pet can appear behind a page already read.
-    const all = await listAll(instances, key)
+    const all = await listAllPets(instances, key)
     assert.deepEqual(
       seen,
       all.map((p) => p.id),
@@ -293,11 +281,7 @@ for (const pipeline of PIPELINES) {
       for (const path of paths) {
         const res = await call(origin, path, doomed.key)
         assert.equal(res.status, 401, res.text)
-        assert.deepEqual(res.json(), {
-          code: 'unauthorized',
-          message: 'the API key is not valid (unknown, revoked or expired)',
-          status: 401,
-        })
+        assert.deepEqual(res.json(), INVALID_TOKEN)
         assert.equal(
           res.headers.get('www-authenticate'),
           'Bearer realm="petstore", error="invalid_token"',
@@ -334,7 +318,7 @@ test('an Idempotency-Key claimed through one instance is honoured by the others'
   const reused = await post(c!.origin, 'order-1', { ...body, name: 'Max' })
   assert.equal(reused.status, 422, reused.text)
   assert.equal((reused.json() as { code: string }).code, 'idempotency_key_reused')
-  assert.deepEqual(await listAll([a!, b!, c!], key), [pet])
+  assert.deepEqual(await listAllPets([a!, b!, c!], key), [pet])
 
   // In flight: the test holds the insert lock, so A's create waits inside PostgreSQL with its key
   // claimed; B is told the key is in progress; once the lock goes, A answers and C replays it.
@@ -343,15 +327,14 @@ test('an Idempotency-Key claimed through one instance is honoured by the others'
   t.after(() => holder.end())
   await holder.query('SELECT pg_advisory_lock($1)', [PET_INSERT_LOCK])
   const pending = post(a!.origin, 'order-2')
-  for (;;) {
+  await until('the create waits for the insert lock', async () => {
     const { rows } = await holder.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM pg_locks
        WHERE locktype = 'advisory' AND NOT granted AND objid = $1`,
       [PET_INSERT_LOCK],
     )
-    if (rows[0]!.n > 0) break
-    await sleep(10)
-  }
+    return rows[0]!.n > 0
+  })
   const inProgress = await post(b!.origin, 'order-2')
   assert.equal(inProgress.status, 409, inProgress.text)
   assert.deepEqual(inProgress.json(), {
@@ -366,7 +349,7 @@ test('an Idempotency-Key claimed through one instance is honoured by the others'
   assert.equal(replayed.status, 201, replayed.text)
   assert.equal(replayed.headers.get('idempotent-replayed'), 'true')
   assert.deepEqual(replayed.json(), second.json())
-  assert.deepEqual(await listAll([c!, a!], key), [pet, second.json()])
+  assert.deepEqual(await listAllPets([c!, a!], key), [pet, second.json()])
 })
 
 /** The RateLimit field's remaining budget, checking the rest of it. */
@@ -419,7 +402,6 @@ test('the rate limit is one budget across instances, kept in Redis by key id', a
   assert.ok(!all.some((n) => n.includes(limited.key.slice(17)) || n.includes(other.key.slice(17))))
 })
 
-/** Waits, however long it takes, until `check` holds. */
 /** A TCP proxy of the test's own in front of Redis, which the test can cut and restore. */
 async function redisProxy(t: TestContext) {
   const sockets = new Set<Socket>()
@@ -477,25 +459,21 @@ test('with Redis unreachable, limits hold in each instance, and are shared again
     [200, 0],
     [429, 0],
   ])
-  await until('the outage is logged', () =>
-    /"msg":"rate-limit store \(Redis\) unreachable: limits are counted per process until it answers"/.test(
-      instance.stdout(),
-    ),
+  await instance.waitFor(
+    /"msg":"rate-limit store \(Redis\) unreachable: limits are counted per process until it answers"/,
   )
   assert.equal(instance.stderr(), '')
 
   // Back: once the client has reconnected and a probe has answered, the counter kept in Redis
   // (one request so far) applies again.
   await proxy.restore()
-  let res = await list()
-  while (res.status === 429) {
-    await sleep(100)
+  let res!: Reply
+  await until('a list is let through again', async () => {
     res = await list()
-  }
+    return res.status !== 429
+  })
   assert.equal(res.status, 200)
   assert.equal(remaining(res), 0)
   assert.equal((await list()).status, 429)
-  await until('the end of the outage is logged', () =>
-    /"msg":"rate-limit store \(Redis\) reachable again: limits are shared"/.test(instance.stdout()),
-  )
+  await instance.waitFor(/"msg":"rate-limit store \(Redis\) reachable again: limits are shared"/)
 })

@@ -14,6 +14,8 @@ import net from 'node:net'
 import { describe, type TestContext, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
+import { listAllPets } from '../support/api.js'
+import { DB_UNREACHABLE, NOT_READY } from '../support/errors.js'
 import { freshPostgresUrl } from '../support/postgres.js'
 import { type StartedService, spawnService, startService } from '../support/process.js'
 import { until } from '../support/wait.js'
@@ -21,12 +23,6 @@ import { until } from '../support/wait.js'
 const API_KEY = 'outage-test-key-0123456789'
 /** "No hang": every answer must come within this, though it normally comes far sooner. */
 const ANSWER_BOUND_MS = 10_000
-const DB_UNAVAILABLE = {
-  code: 'service_unavailable',
-  message: 'the database is not reachable; retry later',
-  status: 503,
-}
-const NOT_READY = { code: 'service_unavailable', message: 'storage is not reachable', status: 503 }
 
 // ---------------------------------------------------------------- the proxy
 
@@ -287,10 +283,10 @@ async function call(
   }
 }
 
-/** Polls `check` until it holds; fails, naming `what`, if it never does. */
+/** A 503 with the whole Error body and Retry-After: the database cannot be reached. */
 function assertUnavailable(a: Answer, what: string): void {
   assert.equal(a.status, 503, `${what}: ${JSON.stringify(a.body)}`)
-  assert.deepEqual(a.body, DB_UNAVAILABLE, what)
+  assert.deepEqual(a.body, DB_UNREACHABLE, what)
   assert.equal(a.headers.get('retry-after'), '1', what)
   assert.equal(a.headers.get('content-type'), 'application/json; charset=utf-8', what)
 }
@@ -334,20 +330,6 @@ async function setUp(t: TestContext, applicationName?: string) {
     env: serviceEnv(throughProxy(url, proxy, applicationName)),
   })
   return { url, proxy, service }
-}
-
-/** Every pet through listPets, page by page. */
-async function listAll(s: Service): Promise<{ id: number; name: string }[]> {
-  const all: { id: number; name: string }[] = []
-  let path: string | null = '/v1/pets?limit=100'
-  while (path !== null) {
-    const a = await call(s, 'GET', path)
-    assert.equal(a.status, 200, JSON.stringify(a.body))
-    all.push(...(a.body as { id: number; name: string }[]))
-    const next = /<[^>]*(\/v1\/pets\?[^>]*)>; rel="next"/.exec(a.headers.get('link') ?? '')
-    path = next ? next[1]! : null
-  }
-  return all
 }
 
 // ---------------------------------------------------------------- load while the line is cut
@@ -479,7 +461,7 @@ async function outageUnderLoad(t: TestContext, fault: Fault): Promise<void> {
   assert.equal((await petsInDatabase(url)).filter((p) => p.name === 'keyed').length, 1)
 
   // The API shows what the database holds.
-  const all = await listAll(service)
+  const all = await listAllPets(service, API_KEY)
   assert.deepEqual(
     all.map((p) => [String(p.id), p.name]),
     (await petsInDatabase(url)).map((p) => [p.id, p.name]),

@@ -6,7 +6,7 @@
 // because a connection that refused a write is not put back in the pool.
 import assert from 'node:assert/strict'
 import { describe, type TestContext, test } from 'node:test'
-import pg from 'pg'
+import type pg from 'pg'
 import { generateApiKey } from '../../src/auth/api-keys.js'
 import { StorageUnavailableError } from '../../src/storage/errors.js'
 import {
@@ -14,29 +14,19 @@ import {
   openPostgresStore,
   type PostgresStore,
 } from '../../src/storage/postgres/postgres-store.js'
-import { adminQuery, endConnections, freshPostgresDatabase } from '../support/postgres.js'
-import { until } from '../support/wait.js'
+import { type CreateOutcome, call, type Reply, startCreateLoad } from '../support/api.js'
+import { DB_UNREACHABLE, errorBody } from '../support/errors.js'
 import {
-  type CreateOutcome,
-  call,
-  listAllPets,
-  type Reply,
-  serviceHarness,
-  startCreateLoad,
-} from '../support/workers.js'
+  adminQuery,
+  assertAcknowledgedStored,
+  endConnections,
+  freshPostgresDatabase,
+} from '../support/postgres.js'
+import { until } from '../support/wait.js'
+import { JSON_LOGS_NO_LIMIT, workspace } from '../support/workspace.js'
 
 const KEY = 'read-only-test-key-0123456789'
-const READ_ONLY = {
-  code: 'service_unavailable',
-  message: 'the database is read-only; retry later',
-  status: 503,
-}
-/** What a create cut by the ending of its session answers. */
-const UNREACHABLE = {
-  code: 'service_unavailable',
-  message: 'the database is not reachable; retry later',
-  status: 503,
-}
+const READ_ONLY = errorBody(503, 'service_unavailable', 'the database is read-only; retry later')
 
 /** New sessions of `database` are read-only (on) or not; open sessions keep what they had. */
 async function setReadOnly(database: string, on: boolean): Promise<void> {
@@ -232,7 +222,7 @@ const create = (port: number, name: string, headers: Record<string, string> = {}
 
 /** How the creates were answered, for the test's output. */
 const tally = (load: ReturnType<typeof startCreateLoad>) =>
-  `creates: ${load.count(201)} × 201, ${load.count(503, READ_ONLY)} × 503 read-only, ${load.count(503, UNREACHABLE)} × 503 not reachable, ${load.outcomes.length} in all`
+  `creates: ${load.count(201)} × 201, ${load.count(503, READ_ONLY)} × 503 read-only, ${load.count(503, DB_UNREACHABLE)} × 503 not reachable, ${load.outcomes.length} in all`
 
 /** Every create answered 201 with its pet or 503 with a whole Error body; the pets made. */
 function createdPets(outcomes: CreateOutcome[]): { id: number }[] {
@@ -240,7 +230,7 @@ function createdPets(outcomes: CreateOutcome[]): { id: number }[] {
   for (const { name, reply } of outcomes) {
     if (reply.status === 503) {
       const body = JSON.parse(reply.body) as { message: string }
-      assertRefused(reply, name, body.message === READ_ONLY.message ? READ_ONLY : UNREACHABLE)
+      assertRefused(reply, name, body.message === READ_ONLY.message ? READ_ONLY : DB_UNREACHABLE)
       continue
     }
     assert.equal(reply.status, 201, `${name}: ${reply.body}`)
@@ -251,36 +241,10 @@ function createdPets(outcomes: CreateOutcome[]): { id: number }[] {
   return created
 }
 
-/** The pets as the database holds them, in the API's shape. */
-async function storedPets(url: string) {
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  const { rows } = await client
-    .query<{ id: string; name: string; category_id: string; status: string | null }>(
-      'SELECT id::text, name, category_id::text, status FROM pets ORDER BY pets.id',
-    )
-    .finally(() => client.end())
-  return rows.map((r) => ({
-    id: Number(r.id),
-    name: r.name,
-    categoryId: Number(r.category_id),
-    ...(r.status === null ? {} : { status: r.status }),
-  }))
-}
-
-/** Every pet acknowledged with 201 is in the database, field for field, and the API shows it all. */
-async function assertAcknowledgedStored(port: number, url: string, acknowledged: { id: number }[]) {
-  const stored = await storedPets(url)
-  const byId = new Map(stored.map((p) => [p.id, p]))
-  for (const pet of acknowledged) assert.deepEqual(byId.get(pet.id), pet)
-  assert.equal(new Set(stored.map((p) => p.name)).size, stored.length, 'a name stored twice')
-  assert.deepEqual(await listAllPets(port, KEY), stored)
-}
-
 describe('postgres read-only: the service', () => {
   test('turned read-only under load: creates 201 or 503 (never 500), reads 200, writes again once writable', async (t) => {
     const db = await freshPostgresDatabase(t)
-    const service = await serviceHarness(t).start([], settings(db.url))
+    const service = await workspace(t, JSON_LOGS_NO_LIMIT).start([], settings(db.url))
     const port = service.port
     const get = (path: string) => call(port, { path, key: KEY })
     const keyedHeaders = { 'idempotency-key': 'read-only-1' }
@@ -325,7 +289,7 @@ describe('postgres read-only: the service', () => {
     assert.equal(replayed.headers['idempotent-replayed'], 'true')
     assert.equal(replayed.body, retried.body)
     acknowledged.push(JSON.parse(retried.body) as { id: number })
-    await assertAcknowledgedStored(port, db.url, acknowledged)
+    await assertAcknowledgedStored(service, KEY, db.url, acknowledged)
 
     // Each refusal logged as a warning; nothing as an error.
     const lines = service.logLines()
@@ -338,7 +302,7 @@ describe('postgres read-only: the service', () => {
 
   test('turned read-only with its sessions left open: they go on writing; once ended, creates are refused; after a reset the kept read-only ones are replaced', async (t) => {
     const db = await freshPostgresDatabase(t)
-    const service = await serviceHarness(t).start([], settings(db.url))
+    const service = await workspace(t, JSON_LOGS_NO_LIMIT).start([], settings(db.url))
     const port = service.port
     const load = startCreateLoad(port, KEY, 4)
     t.after(() => load.stop())
@@ -360,7 +324,7 @@ describe('postgres read-only: the service', () => {
     t.diagnostic(tally(load))
     assert.equal(service.child.exitCode, null, 'the service is still the one started')
 
-    await assertAcknowledgedStored(port, db.url, createdPets(load.outcomes))
+    await assertAcknowledgedStored(service, KEY, db.url, createdPets(load.outcomes))
     assert.deepEqual(
       service.logLines().filter((l) => l.level >= 50),
       [],
@@ -371,7 +335,7 @@ describe('postgres read-only: the service', () => {
     const db = await freshPostgresDatabase(t)
     await migratePostgres({ url: db.url, poolSize: 1, timeoutMs: 2000 })
     await setReadOnly(db.name, true)
-    const harness = serviceHarness(t)
+    const harness = workspace(t, JSON_LOGS_NO_LIMIT)
 
     const service = await harness.start([], settings(db.url))
     const port = service.port
@@ -394,7 +358,7 @@ describe('postgres read-only: the service', () => {
   test('a start on a read-only database whose schema is not migrated yet fails, saying so', async (t) => {
     const db = await freshPostgresDatabase(t)
     await setReadOnly(db.name, true)
-    const run = await serviceHarness(t).run(['serve'], settings(db.url))
+    const run = await workspace(t, JSON_LOGS_NO_LIMIT).run(['serve'], settings(db.url))
     assert.deepEqual(
       { code: run.code, stdout: run.stdout, stderr: run.stderr },
       {

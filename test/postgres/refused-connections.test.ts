@@ -8,27 +8,22 @@ import { describe, type TestContext, test } from 'node:test'
 import pg from 'pg'
 import { StorageUnavailableError } from '../../src/storage/errors.js'
 import { openPostgresStore, type PostgresStore } from '../../src/storage/postgres/postgres-store.js'
-import { adminQuery, endConnections, freshPostgresDatabase } from '../support/postgres.js'
-import { until } from '../support/wait.js'
+import { call, type Reply, startCreateLoad } from '../support/api.js'
+import { DB_UNREACHABLE, NOT_READY } from '../support/errors.js'
 import {
-  call,
-  listAllPets,
-  type Reply,
-  serviceHarness,
-  startCreateLoad,
-} from '../support/workers.js'
+  adminQuery,
+  assertAcknowledgedStored,
+  endConnections,
+  freshPostgresDatabase,
+} from '../support/postgres.js'
+import { until } from '../support/wait.js'
+import { JSON_LOGS_NO_LIMIT, workspace } from '../support/workspace.js'
 
 const KEY = 'refused-connections-key-0123456789'
-const UNAVAILABLE = {
-  code: 'service_unavailable',
-  message: 'the database is not reachable; retry later',
-  status: 503,
-}
-const NOT_READY = { code: 'service_unavailable', message: 'storage is not reachable', status: 503 }
 
 function isUnavailable(err: unknown): boolean {
   assert.ok(err instanceof StorageUnavailableError, String(err))
-  assert.equal(err.message, UNAVAILABLE.message)
+  assert.equal(err.message, DB_UNREACHABLE.message)
   assert.equal(err.retryAfterSeconds, 1)
   return true
 }
@@ -145,14 +140,14 @@ describe('postgres refusing connections: the store reports it as unavailable', (
 
 function assertUnavailableReply(reply: Reply, what: string): void {
   assert.equal(reply.status, 503, `${what}: ${reply.body}`)
-  assert.deepEqual(JSON.parse(reply.body), UNAVAILABLE, what)
+  assert.deepEqual(JSON.parse(reply.body), DB_UNREACHABLE, what)
   assert.equal(reply.headers['retry-after'], '1', what)
   assert.equal(reply.headers['content-type'], 'application/json; charset=utf-8', what)
 }
 
 test('service: a database that stops accepting connections and ends them answers 503 until allowed again, losing no acknowledged pet', async (t) => {
   const db = await freshPostgresDatabase(t)
-  const harness = serviceHarness(t)
+  const harness = workspace(t, JSON_LOGS_NO_LIMIT)
   const service = await harness.start([], {
     PETSTORE_DATABASE_URL: db.url,
     PETSTORE_API_KEYS: KEY,
@@ -218,26 +213,8 @@ test('service: a database that stops accepting connections and ends them answers
   assert.equal(replayed.headers['idempotent-replayed'], 'true')
   assert.equal(replayed.body, retried.body)
 
-  // Every pet acknowledged with 201 is in the database, field for field, exactly once.
-  const client = new pg.Client({ connectionString: db.url })
-  await client.connect()
-  const { rows } = await client
-    .query<{ id: string; name: string; category_id: string; status: string | null }>(
-      'SELECT id::text, name, category_id::text, status FROM pets ORDER BY pets.id',
-    )
-    .finally(() => client.end())
-  const stored = rows.map((r) => ({
-    id: Number(r.id),
-    name: r.name,
-    categoryId: Number(r.category_id),
-    ...(r.status === null ? {} : { status: r.status }),
-  }))
   const acknowledged = [first, ...load.outcomes.map((o) => o.reply), retried]
     .filter((r) => r.status === 201)
     .map((r) => JSON.parse(r.body) as { id: number })
-  const byId = new Map(stored.map((p) => [p.id, p]))
-  for (const pet of acknowledged) assert.deepEqual(byId.get(pet.id), pet)
-  assert.equal(new Set(stored.map((p) => p.name)).size, stored.length, 'a name stored twice')
-  // The API shows what the database holds.
-  assert.deepEqual(await listAllPets(port, KEY), stored)
+  await assertAcknowledgedStored(service, KEY, db.url, acknowledged)
 })

@@ -5,24 +5,18 @@
 
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { call, listAllPets, type Pet } from '../support/api.js'
 import { freshPostgresUrl } from '../support/postgres.js'
-import { bootstrapKey } from '../support/process.js'
-import {
-  call,
-  isRunning,
-  listAllPets,
-  listeningWorkerPids,
-  type Pet,
-  serviceHarness,
-} from '../support/workers.js'
+import { bootstrapKey, isRunning, listeningWorkerPids } from '../support/process.js'
+import { JSON_LOGS_NO_LIMIT, workspace } from '../support/workspace.js'
 
 const ANY_KEY = /pet_[0-9a-f]{12}_[A-Za-z0-9_-]{43}/g
 
 test('serve --workers 2 on PostgreSQL: one key, both workers serve, every 201 kept, exit 0', {
   timeout: 60_000,
 }, async (t) => {
-  // The harness first, so its processes are stopped before the schema is dropped.
-  const h = serviceHarness(t)
+  // The workspace first, so its processes are stopped before the schema is dropped.
+  const h = workspace(t, JSON_LOGS_NO_LIMIT)
   const databaseUrl = await freshPostgresUrl(t)
   const service = await h.start(['--workers', '2'], {
     PETSTORE_DATABASE_URL: databaseUrl,
@@ -90,7 +84,7 @@ test('serve --workers 2 on PostgreSQL: one key, both workers serve, every 201 ke
   created.push(JSON.parse(original.body) as Pet)
 
   // Every 201 is listed exactly as answered, once, and nothing else is.
-  const listed = await listAllPets(service.port, key)
+  const listed = await listAllPets(service, key)
   assert.deepEqual(
     listed,
     created.sort((a, b) => a.id - b.id),

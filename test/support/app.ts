@@ -1,6 +1,4 @@
 // Builds a fresh app on a fresh store for one test, with one API key, and cleans up after.
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { TestContext } from 'node:test'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
@@ -15,6 +13,7 @@ import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
 import type { Store } from '../../src/storage/store.js'
 import { Conformance } from './conformance.js'
 import { freshPostgresUrl, TEST_STORE } from './postgres.js'
+import { tempDir } from './workspace.js'
 
 export interface TestApp {
   app: FastifyInstance
@@ -42,11 +41,7 @@ export interface TestAppOptions {
   clock?: Clock
 }
 
-export function tempDir(t: TestContext, prefix = 'petstore-test-'): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix))
-  t.after(() => rmSync(dir, { recursive: true, force: true }))
-  return dir
-}
+export { tempDir }
 
 /** A fresh, empty store of the kind this run tests (see TEST_STORE), closed after `t`. */
 export async function testStore(

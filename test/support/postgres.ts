@@ -3,9 +3,12 @@
 // migrator introspects every schema of its database, and a schema dropped by a test running in
 // another process at that moment would make it fail. PostgreSQL must be reachable: the tests fail,
 // never skip, without it.
+import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { after, type TestContext } from 'node:test'
-import type pg from 'pg'
+import pg from 'pg'
+import { listAllPets, type Pet } from './api.js'
+import type { StartedService } from './process.js'
 import { ScratchDatabases } from './scratch-databases.js'
 
 export const POSTGRES_ADMIN_URL =
@@ -74,4 +77,38 @@ export async function endConnections(database: string): Promise<void> {
     'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
     [database],
   )
+}
+
+/** The pets as the database at `url` holds them, in the API's shape, by id. */
+export async function storedPets(url: string): Promise<Pet[]> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  const { rows } = await client
+    .query<{ id: string; name: string; category_id: string; status: string | null }>(
+      'SELECT id::text, name, category_id::text, status FROM pets ORDER BY pets.id',
+    )
+    .finally(() => client.end())
+  return rows.map((r) => ({
+    id: Number(r.id),
+    name: r.name,
+    categoryId: Number(r.category_id),
+    ...(r.status === null ? {} : { status: r.status }),
+  }))
+}
+
+/**
+ * Every pet acknowledged with 201 is in the database, field for field, exactly once, and the API
+ * shows what the database holds.
+ */
+export async function assertAcknowledgedStored(
+  service: StartedService,
+  key: string,
+  url: string,
+  acknowledged: { id: number }[],
+): Promise<void> {
+  const stored = await storedPets(url)
+  const byId = new Map(stored.map((p) => [p.id, p]))
+  for (const pet of acknowledged) assert.deepEqual(byId.get(pet.id), pet)
+  assert.equal(new Set(stored.map((p) => p.name)).size, stored.length, 'a name stored twice')
+  assert.deepEqual(await listAllPets(service, key), stored)
 }

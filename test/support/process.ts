@@ -8,6 +8,33 @@ import { fileURLToPath } from 'node:url'
 import { LISTENING_BANNER, METRICS_BANNER } from '../../src/server.js'
 
 /** A loopback port free now, for a program that must be told its port before it starts. */
+export function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+export function parseLogLines(text: string): LogLine[] {
+  const lines: LogLine[] = []
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('{')) continue
+    try {
+      lines.push(JSON.parse(line) as LogLine)
+    } catch {
+      // Not a whole JSON line: the test's assertions say what they need from the others.
+    }
+  }
+  return lines
+}
+
+/** Pids of the workers that announced they listen, in the order they did. */
+export function listeningWorkerPids(lines: LogLine[]): number[] {
+  return lines.filter((l) => l.msg === 'worker listening').map((l) => l.workerPid as number)
+}
+
 export async function freePort(): Promise<number> {
   const server = createServer()
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -52,17 +79,32 @@ export interface ServiceOptions {
   timeout?: number
 }
 
+/** A JSON log line; the primary and the workers write the same shape (pino's). */
+export interface LogLine {
+  level: number
+  pid: number
+  msg: string
+  [field: string]: unknown
+}
+
+/** A spawned `petstore` (or `npm start`) process and its output. */
 export interface ServiceProcess {
   child: ChildProcess
+  /** The spawned process's pid: the primary when serving with workers; npm's when started by npm. */
+  pid: number
   cwd: string
   stdout(): string
   stderr(): string
+  /** Every stdout line that is a JSON log line, in order. */
+  logLines(): LogLine[]
   /** Resolves once stdout satisfies `check`; rejects if the process ends first. */
   waitFor(check: RegExp | ((stdout: string) => boolean)): Promise<void>
   /** Settles after the output streams end, so nothing printed is missed. */
   exited: Promise<Exit>
   /** Sends `signal` (SIGTERM unless given) and waits for the exit. */
   stop(signal?: NodeJS.Signals): Promise<Exit>
+  /** SIGKILL to the process and to every process that logged (workers, the node under npm). */
+  killAll(): Promise<void>
 }
 
 export interface StartedService extends ServiceProcess {
@@ -117,10 +159,17 @@ export function spawnService(t: TestContext, opts: ServiceOptions = {}): Service
   const exited = new Promise<Exit>((resolve) =>
     child.once('close', (code, signal) => resolve({ code, signal })),
   )
-  // The process first, then the directory it may still be writing in.
-  t.after(async () => {
+  const logLines = () => parseLogLines(out)
+  const killAll = async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    const others = new Set([...listeningWorkerPids(logLines()), ...logLines().map((l) => l.pid)])
+    others.delete(child.pid!)
+    for (const pid of others) if (isRunning(pid)) process.kill(pid, 'SIGKILL')
     await exited
+  }
+  // The processes first, then the directory they may still be writing in.
+  t.after(async () => {
+    await killAll()
     if (opts.cwd === undefined) rmSync(cwd, { recursive: true, force: true })
   })
   const waitFor = (check: RegExp | ((stdout: string) => boolean)) =>
@@ -145,15 +194,18 @@ export function spawnService(t: TestContext, opts: ServiceOptions = {}): Service
     })
   return {
     child,
+    pid: child.pid!,
     cwd,
     stdout: () => out,
     stderr: () => err,
+    logLines,
     waitFor,
     exited,
     stop: (signal = 'SIGTERM') => {
       child.kill(signal)
       return exited
     },
+    killAll,
   }
 }
 
