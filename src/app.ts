@@ -21,7 +21,6 @@ import { createFastLane, type FastLane } from './fast-lane/fast-lane.js'
 import { requestRules } from './fast-lane/requests.js'
 import { registerCors } from './http/cors.js'
 import { docsPage } from './http/docs-page.js'
-import { restOfBodyDiscarded } from './http/early-answer.js'
 import { unsupportedContentEncoding } from './http/edge.js'
 import { Envelope, errorOutcome } from './http/envelope.js'
 import { handleClientError, registerErrorHandling, sendOutcome } from './http/error-handling.js'
@@ -47,6 +46,7 @@ import {
   http1Limits,
   type TransportLimits,
 } from './http/transport-limits.js'
+import { Turn } from './http/turn.js'
 import { createValidatorCompiler } from './http/validation.js'
 import './http/types.js'
 import { lazyChildLogger } from './observability/lazy-child-logger.js'
@@ -97,7 +97,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   registerForwarding(app, originOf)
   const compileValidator = registerBodies(app, watchHttp2(app, deps.tls, limitsOf(config)))
   registerErrorHandling(app, { isDraining })
-  registerRootHooks(app, { envelope, isDraining, store, metrics })
+  const turn = new Turn(store)
+  registerRootHooks(app, { envelope, isDraining, turn, metrics })
   await registerCors(app, config.corsOrigins)
   const admissions = new Admissions({
     verifier: new ApiKeyVerifier(store, clock, config.apiKeys),
@@ -144,7 +145,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       operations,
       envelope,
       compileValidator,
-      store,
+      turn,
       logger: app.log,
       metrics,
       varyOrigin: config.corsOrigins.length > 0,
@@ -208,11 +209,6 @@ function createFastify(
   app.addHook('onResponse', (request, _reply, done) => {
     if (!request.raw.complete) answeredEarly.set(request.raw.socket, request.raw)
     done()
-  })
-  app.addHook('onSend', (request, reply, payload, done) => {
-    const discarding = restOfBodyDiscarded(request.raw, reply.getHeader('connection'))
-    if (discarding === undefined) done(null, payload)
-    else discarding.then(() => done(null, payload))
   })
   return app
 }

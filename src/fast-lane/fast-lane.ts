@@ -12,13 +12,13 @@ import type { OriginOf, RequestOrigin } from '../http/forwarded.js'
 import { parseJsonBody } from '../http/json-body.js'
 import { requestId } from '../http/request-id.js'
 import { requestLineWriter } from '../http/request-log.js'
+import type { Turn } from '../http/turn.js'
 import type { Metrics } from '../observability/metrics.js'
 import type { Caller, PetOperations } from '../pets/operations.js'
 import { NewPet, type NewPetBody } from '../pets/schemas.js'
 import { newPetOf } from '../pets/service.js'
-import type { DataVersion, NewPet as NewPetRecord, Store } from '../storage/store.js'
+import type { DataVersion, NewPet as NewPetRecord } from '../storage/store.js'
 import type { Taken } from './requests.js'
-import { Turn } from './turn.js'
 
 /** Takes the request and returns true, or returns false having done nothing at all. */
 export type FastLane = (req: IncomingMessage, res: ServerResponse) => boolean
@@ -31,8 +31,8 @@ export interface FastLaneOptions {
   envelope: Envelope
   /** The app's validator compiler: a create's body is checked by the route's own validator. */
   compileValidator: FastifySchemaCompiler<unknown>
-  /** Must give dataVersion: it is read once per turn. */
-  store: Store
+  /** The turn shared with the routes: one version read, answers written together. */
+  turn: Turn
   logger: FastifyBaseLogger
   metrics: Metrics
   /** CORS is on: every response carries `Vary: Origin`, as @fastify/cors sets it. */
@@ -55,7 +55,7 @@ interface Exchange {
 }
 
 export function createFastLane(o: FastLaneOptions): FastLane {
-  const turn = new Turn(o.store)
+  const { turn } = o
   const write = answerWriter(o)
   const newPetOfBody = newPetParser(o.compileValidator)
 

@@ -1,16 +1,18 @@
 // The Fastify door's first and last hooks: the envelope's headers on every response, the edge
-// rules, the data version a request's caches are checked against, and the request's figures.
+// rules, the data version a request's caches are checked against (read once per turn, as the
+// fast lane reads it), the answer written with the turn's others, and the request's figures.
 import type { FastifyInstance } from 'fastify'
 import type { Metrics } from '../observability/metrics.js'
-import { readDataVersion, type Store } from '../storage/store.js'
+import { restOfBodyDiscarded } from './early-answer.js'
 import { edgeViolation } from './edge.js'
 import type { Envelope } from './envelope.js'
 import { closeConnectionAfterResponse } from './tls.js'
+import type { Turn } from './turn.js'
 
 export interface RootHooksOptions {
   envelope: Envelope
   isDraining: () => boolean
-  store: Store
+  turn: Turn
   metrics: Metrics
 }
 
@@ -27,15 +29,16 @@ export function registerRootHooks(app: FastifyInstance, o: RootHooksOptions): vo
     if (violation !== null) return done(violation)
     // Public routes consult no cache; the others read the version once, before any cache.
     if (config.public === true) return done()
-    const version = readDataVersion(o.store)
-    if (!(version instanceof Promise)) {
+    o.turn.withVersion((version) => {
       request.dataVersion = version
-      return done()
-    }
-    version.then((v) => {
-      request.dataVersion = v
       done()
     })
+  })
+  app.addHook('onSend', (request, reply, payload, done) => {
+    // An early answer on a closing connection waits until the rest of the body is discarded.
+    const discarding = restOfBodyDiscarded(request.raw, reply.getHeader('connection'))
+    if (discarding === undefined) o.turn.write(() => done(null, payload))
+    else discarding.then(() => done(null, payload))
   })
   // Labels come from the route's operation name, never the URL, so their number stays small.
   app.addHook('onResponse', (request, reply, done) => {

@@ -1,4 +1,4 @@
-// The fast lane's end of an event-loop turn: the data version is read once for every request
+// The end of an event-loop turn, for both doors: the data version is read once for every request
 // that arrived in the turn, and the turn's answers are written together.
 import { type DataVersion, readDataVersion, type Store } from '../storage/store.js'
 
