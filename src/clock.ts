@@ -1,11 +1,7 @@
 /** The service's only source of time, injected so that tests can move it (for example past a sunset). */
 export interface Clock {
   now(): Date
-  /**
-   * The same instant as now(), in epoch milliseconds, for the checks every request makes (key
-   * expiry, the sunset, the deprecation count): `new Date()` is a call into V8's runtime and an
-   * allocation, several per get (docs/performance.md).
-   */
+  /** now() in epoch milliseconds, for the checks every request makes: no Date allocated. */
   nowMs(): number
 }
 

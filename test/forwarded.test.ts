@@ -119,7 +119,7 @@ describe('PETSTORE_TRUST_PROXY: the setting', () => {
 })
 
 describe('PETSTORE_TRUST_PROXY: the client address', () => {
-  /** The hot-path-less door with /whoami; the limits out of the way unless given. */
+  /** The door without the fast lane with /whoami; the limits out of the way unless given. */
   async function door(t: TestContext, config: Partial<Config>): Promise<Door> {
     return (await twoDoors(t, config, whoami)).plain
   }
@@ -292,7 +292,7 @@ describe('PETSTORE_TRUST_PROXY: the client address', () => {
 })
 
 describe('PETSTORE_TRUST_PROXY: both doors', () => {
-  test('a forwarded list is answered by the hot path as Fastify answers it: the same Link and log line', async (t) => {
+  test('a forwarded list is answered by the fast lane as Fastify answers it: the same Link and log line', async (t) => {
     const d = await twoDoors(t, { trustProxy: ['loopback', '10.0.0.0/8'] })
     for (const name of ['Ada', 'Bo', 'Cy']) {
       const created = await exchange(
@@ -352,11 +352,11 @@ describe('PETSTORE_TRUST_PROXY: both doors', () => {
       const expected = await list(d.plain, id, headers)
       assert.equal(header(expected, 'link'), link, label)
       assert.equal((await loggedLine(d.plain, id)).remoteAddress, ip, label)
-      // The first may fill the page cache; the second is the hot path's.
+      // The first may fill the page cache; the second is the fast lane's.
       await list(d.hot, `warm-${n}`, headers)
       const before = await hotAnswers(d.hot)
       const actual = await list(d.hot, id, headers)
-      assert.equal((await hotAnswers(d.hot)) - before, 1, `the hot path answered ${label}`)
+      assert.equal((await hotAnswers(d.hot)) - before, 1, `the fast lane answered ${label}`)
       assert.deepEqual(comparable(actual), comparable(expected), label)
       const { time: _a, durationMs: _b, ...hotLine } = await loggedLine(d.hot, id)
       const { time: _c, durationMs: _d, ...plainLine } = await loggedLine(d.plain, id)

@@ -1,5 +1,5 @@
 // Host, :authority and media-type parameters on real sockets: generated Host values and
-// Content-Type parameter lists sent to both doors (hot path and Fastify), which must answer alike
+// Content-Type parameter lists sent to both doors (fast lane and Fastify), which must answer alike
 // and as the rules say; HTTP/2 requests whose Host and :authority disagree.
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
@@ -71,7 +71,7 @@ function createRequest(key: string, contentType: string, name = 'Rex'): string {
 }
 
 /**
- * Sends the list to both doors; asserts the answers are the same, the hot path answered exactly
+ * Sends the list to both doors; asserts the answers are the same, the fast lane answered exactly
  * the valid ones, and a valid Host is the Link's while an invalid one is 400.
  */
 async function assertHost(d: Doors, host: string, valid: boolean): Promise<void> {
@@ -80,7 +80,7 @@ async function assertHost(d: Doors, host: string, valid: boolean): Promise<void>
   const hot = await one(d.hot.port, listRequest(d.key, host))
   const label = JSON.stringify(host)
   assert.deepEqual(comparable(hot), comparable(plain), label)
-  assert.equal((await hotAnswers(d.hot)) - before, valid ? 1 : 0, `hot path answers for ${label}`)
+  assert.equal((await hotAnswers(d.hot)) - before, valid ? 1 : 0, `fast lane answers for ${label}`)
   if (valid) {
     assert.equal(plain.status, 200, `${label}: ${plain.body}`)
     const link = plain.headers.find(([n]) => n === 'link')?.[1]

@@ -41,7 +41,7 @@ function createHead(length: number, auth: [string, string][] = []): string {
 const slowBody = (port: number, head: string) =>
   exchange(port, head, { answers: 2, trickle: { pieces: Array(60).fill(' '), intervalMs: 50 } })
 
-/** A request with the key, after which the hot path (SQLite) knows it and may take the next ones. */
+/** A request with the key, after which the fast lane (SQLite) knows it and may take the next ones. */
 async function useKey(port: number, key: string): Promise<void> {
   assert.equal((await one(port, rawRequest('GET', '/v1/pets', [HOST, bearer(key)]))).status, 200)
 }

@@ -1,4 +1,4 @@
-// PetService.createThen, the callback form of create the HTTP hot path uses: the same pet and the
+// PetService.createThen, the callback form of create the fast lane uses: the same pet and the
 // same refusal as create without an Idempotency-Key, on either store (PostgreSQL has no
 // createPetThen, so there it goes through createPet's promise).
 import assert from 'node:assert/strict'

@@ -1,4 +1,4 @@
-// The hot path's `request completed` lines (requestLineWriter) are written without pino's generic
+// The fast lane's `request completed` lines (requestLineWriter) are written without pino's generic
 // path, and must be the bytes pino itself writes for the same fields with the service's logger
 // settings; with settings it does not know, it must leave the line to pino.
 import assert from 'node:assert/strict'
@@ -99,7 +99,7 @@ function bothWays(extra: Record<string, unknown> = {}) {
   return { fast, slow, viaInfo }
 }
 
-describe('the hot path request line', () => {
+describe('the fast lane request line', () => {
   test("is written without pino's generic path, byte for byte as pino writes it", () => {
     const { fast, slow, viaInfo } = bothWays()
     assert.equal(viaInfo, 0)

@@ -194,7 +194,7 @@ describe('HTTPS (HTTP/1.1 over TLS)', () => {
     )
   })
 
-  test('a repeated list or get is answered by the hot path over TLS exactly as Fastify answered it', async (t) => {
+  test('a repeated list or get is answered by the fast lane over TLS exactly as Fastify answered it', async (t) => {
     const metrics = new Metrics({ processMetrics: false })
     const s = await tlsServer(t, { http2: false, metrics })
     const auth = { authorization: `Bearer ${s.key}`, 'content-type': 'application/json' }
@@ -225,7 +225,7 @@ describe('HTTPS (HTTP/1.1 over TLS)', () => {
       const first = await httpsRequest(s.origin, path, { headers })
       const before = await hotAnswers()
       const second = await httpsRequest(s.origin, path, { headers })
-      assert.equal(await hotAnswers(), before + 1, `${path} answered by the hot path`)
+      assert.equal(await hotAnswers(), before + 1, `${path} answered by the fast lane`)
       assert.equal(second.status, 200)
       assert.deepEqual(comparable(second), comparable(first))
       assert.equal(second.headers['strict-transport-security'], HSTS)

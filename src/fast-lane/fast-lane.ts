@@ -120,22 +120,32 @@ export function createFastLane(o: FastLaneOptions): FastLane {
   return (req, res) => {
     const taken = o.takes(req)
     if (taken === null) return false
-    const id = requestId(req)
-    const headers = o.envelope.headers(id, taken.operation === 'getPet')
-    if (o.varyOrigin) headers.push('vary', 'Origin')
-    const x: Exchange = {
-      req,
-      res,
-      taken,
-      started: performance.now(),
-      id,
-      origin: o.originOf(req),
-      headers,
-      keyName: undefined,
-    }
+    const x = exchange(o, req, res, taken)
     if (taken.operation !== 'createPet') turn.withVersion((version) => serve(x, version))
     else readBody(req, (body) => turn.withVersion((version) => serve(x, version, body)))
     return true
+  }
+}
+
+/** A taken request with the headers the routes' hooks would have set before admission. */
+function exchange(
+  o: FastLaneOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  taken: Taken,
+): Exchange {
+  const id = requestId(req)
+  const headers = o.envelope.headers(id, taken.operation === 'getPet')
+  if (o.varyOrigin) headers.push('vary', 'Origin')
+  return {
+    req,
+    res,
+    taken,
+    started: performance.now(),
+    id,
+    origin: o.originOf(req),
+    headers,
+    keyName: undefined,
   }
 }
 

@@ -27,7 +27,7 @@ export interface ErrorHandlingOptions {
 export function registerErrorHandling(app: FastifyInstance, opts: ErrorHandlingOptions): void {
   app.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
     const outcome = errorOutcome(error, request.log)
-    // Fastify asks to close the connection after a body it could not take (too large, malformed);
+    // Fastify asks to close the connection after a body its parser refused (too large, not JSON);
     // Node then reads and discards what is left of the body and keeps the connection. Closing with
     // unread bytes would reset it, and a client still sending would never read this answer.
     if (reply.hasHeader('connection') && !opts.isDraining()) reply.removeHeader('connection')

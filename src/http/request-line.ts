@@ -2,7 +2,7 @@
 // key's owner, what status, how long. Headers are never logged, so no key can leak through a log.
 
 export interface CompletedRequest {
-  /** Given where the logger does not bind it already (the hot path logs through the root logger). */
+  /** Given where the logger does not bind it already (the fast lane and the routes log through the root logger). */
   requestId?: string
   operation: string
   method: string

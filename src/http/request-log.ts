@@ -1,5 +1,5 @@
 // One log line per request, with what an operator asks of it (request-line.ts): on Fastify's path
-// through its log controller, on the hot path through requestLineWriter.
+// through its log controller, in the fast lane through requestLineWriter.
 import {
   type FastifyBaseLogger,
   type FastifyReply,
@@ -23,7 +23,7 @@ export {
 export type RequestLineWriter = (r: CompletedRequest) => void
 
 /**
- * The hot path's `request completed` lines, written straight to the logger's stream with the
+ * The fast lane's `request completed` lines, written straight to the logger's stream with the
  * bytes pino would write, since pino's generic path is a sizeable share of a request. Where that
  * cannot be shown to match (pino-compat.ts), every line goes through `logger.info`.
  */

@@ -106,7 +106,7 @@ function makeAjv(source: Source): Ajv {
 
 /**
  * Fastify validator compiler: one Ajv for JSON bodies, one for text (query string, path). A schema
- * object is compiled once per part, so the hot path and the routes share their validators.
+ * object is compiled once per part, so the fast lane and the routes share their validators.
  */
 export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
   const json = makeAjv('json')

@@ -53,7 +53,7 @@ export class Metrics {
     registers: [this.registry],
   })
 
-  /** Kept as a plain number: counted on the hot path itself, read only at a scrape. */
+  /** Kept as a plain number: counted in the fast lane itself, read only at a scrape. */
   private hotPathAnswers = 0
   /**
    * The calls to deprecated operations, read at a scrape from the counter that already counts them
@@ -67,7 +67,7 @@ export class Metrics {
     const deprecatedCalls = () => this.deprecatedCalls()
     new Counter({
       name: 'petstore_http_hot_path_answers_total',
-      help: 'API requests answered by the hot path ahead of the framework (src/pets/hot-path.ts); a part of petstore_http_requests_total.',
+      help: 'API requests answered by the fast lane ahead of the framework (src/fast-lane/); a part of petstore_http_requests_total.',
       registers: [this.registry],
       collect() {
         this.reset()

@@ -39,7 +39,7 @@ export function isSunset(nowMs: number): boolean {
   return nowMs >= GETPET_SUNSET.getTime()
 }
 
-/** Where the line about each call goes: a request's logger, or the hot path's. */
+/** Where the line about each call goes: a request's logger, or the fast lane's. */
 export interface WarnLog {
   warn(fields: object, msg: string): void
 }
@@ -55,10 +55,7 @@ interface KeyCalls {
  * Counts calls to deprecated operations per operation and API key, the one count both the log and
  * the metrics (`counts()`, read at a scrape) go by. A key's first call is logged as a warning with
  * its running count, and its later calls at most once per `logIntervalMs` (0: every call).
- *
- * Why not a warning per call: every call already has its request line (operation and key name),
- * and a client still polling getPet would otherwise fill the log with identical warnings, one
- * pino line per call, a real share of a get's CPU under load (docs/performance.md).
+ * (A line per call would repeat the request line's operation and key.)
  */
 export class DeprecatedCallCounter {
   /** By operation, then by key id. */

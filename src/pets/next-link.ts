@@ -1,4 +1,4 @@
-// The `Link: <...>; rel="next"` of a list page, the same from the Fastify route and the hot path.
+// The `Link: <...>; rel="next"` of a list page.
 
 /**
  * `protocol` and `host` are the request's (src/http/forwarded.ts); a request that names no host

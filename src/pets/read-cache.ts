@@ -1,11 +1,6 @@
-// Answers as sent (serialized JSON, and a list page's next cursor), kept while the catalogue is
-// unchanged: list pages, and pets by id.
-//
-// A page is a pure function of (limit, status, cursor) and of the data, a pet of its id and the
-// data, so either, serialized once, can be sent again for as long as the store's dataVersion has
-// not moved: any commit, by this process or any other, moves it, and the next request for it
-// reads the database again. This turns a read's query and serialization into a map lookup
-// (docs/performance.md).
+// Answers as sent (serialized JSON, and a list page's next cursor), kept while the store's data
+// version holds: a page or a pet is a function of its parameters and the data, and any commit, by
+// any process, moves the version.
 
 export interface CachedRead {
   /** The JSON body, exactly as the route's response serializer wrote it. */

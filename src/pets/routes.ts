@@ -1,15 +1,13 @@
 // The Fastify door of the pet operations: each route declares its schema (validation and the
 // OpenAPI document) and hands the parsed request to the operation core (operations.ts).
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { authenticatedKey } from '../auth/authenticate.js'
 import type { Outcome } from '../http/envelope.js'
 import { sendOutcome } from '../http/error-handling.js'
-import { getPetSunset } from './deprecation.js'
 import type { Caller, PetOperations } from './operations.js'
-import { errorResponse, headers, operationResponses, withHeaders } from './responses.js'
-import { ListPetsQuery, type ListPetsQueryType, NewPet, Pet, PetIdParams, Pets } from './schemas.js'
+import { createPetSchema, getPetSchema, listPetsSchema } from './route-schemas.js'
+import type { ListPetsQueryType } from './schemas.js'
 import { newPetOf } from './service.js'
 
 /** Sends the outcome now, or once decided: a handler with nothing to wait for returns nothing. */
@@ -32,19 +30,6 @@ function callerOf(request: FastifyRequest): Caller {
   }
 }
 
-const IdempotencyHeaders = Type.Object({
-  'idempotency-key': Type.Optional(
-    Type.String({
-      minLength: 1,
-      maxLength: 255,
-      pattern: '^[\\x21-\\x7e]+$',
-      'x-pattern-message': 'must be visible ASCII characters, without spaces',
-      description:
-        'Makes the request safe to retry: a retry with the same key and body within 24 hours returns the original pet instead of creating another.',
-    }),
-  ),
-})
-
 export async function petRoutes(app: FastifyInstance, ops: PetOperations): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>()
 
@@ -52,20 +37,7 @@ export async function petRoutes(app: FastifyInstance, ops: PetOperations): Promi
     '/v1/pets',
     {
       config: { operation: 'listPets' },
-      schema: {
-        operationId: 'listPets',
-        summary: 'List all animals',
-        description:
-          'Returns animals in ascending id order. When more exist, the response carries `Link: <...>; rel="next"` with the full URL of the next page.',
-        tags: ['animals'],
-        querystring: ListPetsQuery,
-        response: operationResponses({
-          200: withHeaders(Pets, 'A page of animals.', { Link: headers.link }),
-          400: errorResponse('`limit`, `status` or `cursor` is invalid.'),
-          401: errorResponse('API key missing or invalid.', headers.challenge),
-          429: errorResponse('Rate limit exceeded.', headers.retryAfter),
-        }),
-      },
+      schema: listPetsSchema,
     },
     (request, reply) =>
       answer(reply, ops.list(request.query as ListPetsQueryType, callerOf(request))),
@@ -75,31 +47,7 @@ export async function petRoutes(app: FastifyInstance, ops: PetOperations): Promi
     '/v1/pets',
     {
       config: { operation: 'createPet' },
-      schema: {
-        operationId: 'createPet',
-        summary: 'Add an animal',
-        description:
-          'Adds an animal. A 201 means the animal is stored durably. Send `Idempotency-Key` to make retries safe.',
-        tags: ['animals'],
-        headers: IdempotencyHeaders,
-        body: NewPet,
-        response: operationResponses({
-          201: withHeaders(Pet, 'Animal added.', {
-            Location: headers.location,
-            'Idempotent-Replayed': headers.replayed,
-          }),
-          400: errorResponse('Body missing, required fields absent, or values invalid.'),
-          401: errorResponse('API key missing or invalid.', headers.challenge),
-          409: errorResponse(
-            'A request with this Idempotency-Key is still in progress.',
-            headers.retryAfter,
-          ),
-          413: errorResponse('Request body larger than 64 KiB.'),
-          415: errorResponse('Request body is not application/json.'),
-          422: errorResponse('Idempotency-Key reused with a different body.'),
-          429: errorResponse('Rate limit exceeded.', headers.retryAfter),
-        }),
-      },
+      schema: createPetSchema,
     },
     async (request, reply) => {
       const idempotencyKey = request.headers['idempotency-key']
@@ -121,25 +69,7 @@ export async function petRoutes(app: FastifyInstance, ops: PetOperations): Promi
           done(err as Error)
         }
       },
-      schema: {
-        operationId: 'getPet',
-        summary: 'Get an animal',
-        description: `Deprecated: removed on ${getPetSunset.longDay}, after which it answers 410. Use \`GET /pets\` with the \`status\` filter instead.`,
-        deprecated: true,
-        tags: ['animals'],
-        params: PetIdParams,
-        response: operationResponses(
-          {
-            200: withHeaders(Pet, 'Animal found.', {}),
-            400: errorResponse('`petId` is not a 64-bit integer.'),
-            401: errorResponse('API key missing or invalid.', headers.challenge),
-            404: errorResponse('No animal with that identifier.'),
-            410: errorResponse('The operation is past its sunset.'),
-            429: errorResponse('Rate limit exceeded.', headers.retryAfter),
-          },
-          headers.deprecation,
-        ),
-      },
+      schema: getPetSchema,
     },
     (request, reply) => answer(reply, ops.get(request.params.petId, callerOf(request))),
   )

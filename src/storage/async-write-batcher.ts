@@ -48,7 +48,7 @@ export class AsyncWriteBatcher<T, R> {
 
   /**
    * submit with callbacks (which must not throw) instead of a promise, one of them called once the
-   * item's commit has settled: spares the hot path's create a promise in every layer.
+   * item's commit has settled: spares the fast lane's create a promise in every layer.
    */
   submitThen(item: T, resolve: (r: R) => void, reject: (e: unknown) => void): void {
     this.queue.push({ item, resolve, reject })

@@ -57,7 +57,7 @@ export interface Store {
   getPet(id: bigint): Promise<Pet | null>
   /**
    * getPet in the same turn, as the `Pet` serializer's JSON, as of `version` (dataVersion().pets
-   * read just before) or later: for the hot path, from adapters whose reads never wait.
+   * read just before) or later: for the fast lane, from adapters whose reads never wait.
    */
   getPetJsonAt?(id: bigint, version: number): string | null
   /**
@@ -67,7 +67,7 @@ export interface Store {
   createPet(pet: NewPet, completes?: IdempotencyRef): Promise<Pet>
   /**
    * createPet without an idempotency claim, settling through one of the callbacks instead of a
-   * promise (PetService.createThen, for the HTTP hot path).
+   * promise (PetService.createThen, for the fast lane).
    */
   createPetThen?(pet: NewPet, created: (pet: Pet) => void, failed: (err: unknown) => void): void
   /**

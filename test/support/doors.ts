@@ -1,4 +1,4 @@
-// The service's two doors side by side: two apps on one store, one with the hot path and one
+// The service's two doors side by side: two apps on one store, one with the fast lane and one
 // without (PETSTORE_HOT_PATH=false), listening on real sockets, each with its log lines and
 // metrics, so that a test can send both the same request and compare the answers.
 import type { AddressInfo } from 'node:net'
@@ -58,7 +58,7 @@ export async function twoDoors(
   return { hot: await open(true), plain: await open(false), key, store }
 }
 
-/** How many answers the door's hot path has given. */
+/** How many answers the door's fast lane has given. */
 export async function hotAnswers(door: Door): Promise<number> {
   const text = await door.metrics.registry.getSingleMetricAsString(
     'petstore_http_hot_path_answers_total',

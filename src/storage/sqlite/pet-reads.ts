@@ -16,7 +16,7 @@ export class SqlitePetReads {
 
   constructor(
     db: Database.Database,
-    /** The hot path's reads by id; without it, they run on the main connection. */
+    /** The fast lane's reads by id; without it, they run on the main connection. */
     private readonly reader: SnapshotReader | null,
   ) {
     this.firstPage = db.prepare<[number], PetRow>(`${SELECT_PET} ORDER BY id LIMIT ?`).raw(true)

@@ -8,7 +8,7 @@ export const PET_BY_ID = 'SELECT id, name, category_id, status FROM pets WHERE i
 
 /**
  * One pet by id as the text the `Pet` serializer writes (same keys, order and escapes; no null
- * status), written by SQLite in C (docs/performance.md); test/hot-path.test.ts compares the two.
+ * status), written by SQLite in C (docs/performance.md); test/fast-lane.test.ts compares the two.
  */
 export const PET_JSON_BY_ID = `SELECT CASE WHEN status IS NULL
     THEN json_object('id', id, 'name', name, 'categoryId', category_id)

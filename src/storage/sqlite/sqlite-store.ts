@@ -58,7 +58,7 @@ export class SqliteStore implements domain.Store {
     private readonly writer: SqliteWriter | null = null,
     /** The version from the file's WAL index; without it, from PRAGMA data_version. */
     walIndex: WalIndexVersion | null = null,
-    /** The hot path's reads by id; without it, they run on the main connection. */
+    /** The fast lane's reads by id; without it, they run on the main connection. */
     private readonly reader: SnapshotReader | null = null,
     idempotencyCap = new IdempotencyCap(DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY),
     /** The file as opened; null in memory. */
