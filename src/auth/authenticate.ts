@@ -7,10 +7,8 @@ import type { AuthenticatedKey } from './api-keys.js'
 export { counterName } from './admission.js'
 
 /**
- * Default deny: a route answers without a key only when it declares itself public, whatever the
- * spelling of the target that reached it. A request no route matched is judged on its target read
- * as loosely as any router could read it, so that it gets 401 rather than a 404 that confirms
- * which API paths exist.
+ * Default deny: only a route declared public answers without a key. A target no route matched is
+ * read as loosely as any router could, so it gets 401 rather than a 404 that confirms a path.
  */
 export function requiresKey(request: FastifyRequest): boolean {
   return request.is404 ? isApiTarget(request.url) : request.routeOptions.config.public !== true

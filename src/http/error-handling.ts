@@ -71,10 +71,8 @@ const CLIENT_ERROR_MESSAGES: Record<number, string> = {
 }
 
 /**
- * Errors the HTTP parser raises before any routing (a malformed request line, headers over the
- * limit, a request not in within the request timeout) still get an Error body, where the socket
- * can still take one. A connection that never sent a byte is closed without one, and so is one
- * whose request was already answered (its body was still arriving).
+ * The parser's errors before any routing get an Error body where the socket can still take one;
+ * a connection that sent nothing, or whose request was already answered, is just closed.
  */
 export function handleClientError(
   error: Error & { code?: string },

@@ -52,10 +52,8 @@ interface KeyCalls {
 }
 
 /**
- * Counts calls to deprecated operations per operation and API key, the one count both the log and
- * the metrics (`counts()`, read at a scrape) go by. A key's first call is logged as a warning with
- * its running count, and its later calls at most once per `logIntervalMs` (0: every call).
- * (A line per call would repeat the request line's operation and key.)
+ * Counts calls to deprecated operations per operation and key, for the log and the metrics. A
+ * key's first call is logged as a warning, later ones at most once per `logIntervalMs`.
  */
 export class DeprecatedCallCounter {
   /** By operation, then by key id. */

@@ -1,11 +1,8 @@
 // The `Link: <...>; rel="next"` of a list page.
 
 /**
- * `protocol` and `host` are the request's (src/http/forwarded.ts); a request that names no host
- * (HTTP/1.0 without Host) is given `fallbackOrigin`. The host is valid: edge.ts answers an
- * invalid Host 400, and forwarded.ts takes only a valid X-Forwarded-Host. Every part of the query is
- * URL-safe as it stands (an integer, a status name, a base64url cursor), so it is joined as a
- * string rather than through URLSearchParams.
+ * `protocol` and `host` are the request's, already validated (edge.ts, forwarded.ts); a request
+ * naming no host gets `fallbackOrigin`. Every query part is URL-safe as it stands.
  */
 export function nextPageLink(
   protocol: string,

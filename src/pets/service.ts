@@ -47,10 +47,8 @@ const MAX_UNRELEASED = 10_000
 
 export class PetService {
   /**
-   * Claims of creates that failed and whose release failed too (the fault that failed the create
-   * often fails the release), by `apiKeyId\nkey`, with the end of their lease. Until then no other
-   * request can hold the claim, so releasing it before the next claim of the same key is safe,
-   * and the client's retry is not answered 409 for the rest of the lease.
+   * Claims whose create and release both failed, by `apiKeyId\nkey`, with their lease's end: the
+   * retry releases it first, rather than wait out the lease with 409s.
    */
   private readonly unreleased = new Map<string, number>()
 
