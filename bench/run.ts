@@ -83,12 +83,20 @@ function storeList(raw: string): StoreKind[] {
 const stores = storeList(values.stores)
 
 /**
- * The doors a request can take, each a service of its own: the fast lane in front of the routes
- * (the default), and the routes alone (every request the lane declines takes them).
+ * The setups measured, each a service of its own: the fast lane in front of the routes (the
+ * default), the routes alone (every request the lane declines takes them), rate limits in Redis.
  */
 const SETUPS = {
   lane: { suffix: '', env: {} },
   routes: { suffix: ' (routes only)', env: { PETSTORE_HOT_PATH: 'false' } },
+  /** Rate-limit counters in the Redis of PETSTORE_BENCH_REDIS_URL (default 127.0.0.1:6379). */
+  redis: {
+    suffix: ' (Redis limits)',
+    env: {
+      PETSTORE_RATE_LIMIT_STORE: 'redis',
+      PETSTORE_REDIS_URL: process.env.PETSTORE_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
+    },
+  },
 } as const satisfies Record<string, { suffix: string; env: Record<string, string> }>
 type SetupName = keyof typeof SETUPS
 
