@@ -100,15 +100,14 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const turn = new Turn(store)
   registerRootHooks(app, { envelope, isDraining, turn, metrics })
   await registerCors(app, config.corsOrigins)
+  const perKey = { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs }
+  const perAddress = { max: config.authFailureLimitMax, windowMs: config.authFailureWindowMs }
   const admissions = new Admissions({
     verifier: new ApiKeyVerifier(store, clock, config.apiKeys),
-    rateLimit: { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs },
-    authFailureLimit: { max: config.authFailureLimitMax, windowMs: config.authFailureWindowMs },
+    rateLimit: perKey,
+    authFailureLimit: perAddress,
     counters: openRateCounters(
-      {
-        perKey: { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs },
-        perAddress: { max: config.authFailureLimitMax, windowMs: config.authFailureWindowMs },
-      },
+      { perKey, perAddress },
       config.rateLimitStore === 'redis' ? deps.redis : undefined,
       app.log,
     ),
