@@ -112,7 +112,7 @@ test('a hung Redis costs a request no more than its bound; limits hold in memory
   timeout: 120_000,
 }, async (t) => {
   const redis = await startOwnRedis(t)
-  const [a, b] = await Promise.all([startInstance(t, redis.url), startInstance(t, redis.url)])
+  const [a, b, c] = await Promise.all([0, 1, 2].map(() => startInstance(t, redis.url)))
   const client = await redis.client()
 
   const before = await list(a.origin, KEYS[0]!)
@@ -150,14 +150,15 @@ test('a hung Redis costs a request no more than its bound; limits hold in memory
   assert.equal(logged(a, BACK).length, 0)
   assert.equal(a.stderr(), '')
 
-  // Resumed: once a probe has answered, counts go to Redis again, one budget for both instances.
+  // Resumed: once a probe has answered, counts go to Redis again, one budget for the three instances.
   process.kill(redis.pid(), 'SIGCONT')
   const shared = KEYS[9]!
   const first = await untilShared(redis, a.origin, shared)
   assert.deepEqual([first.status, first.remaining], [200, BUDGET - 1])
   assert.equal((await list(b.origin, shared)).remaining, BUDGET - 2)
-  assert.equal((await list(a.origin, shared)).remaining, BUDGET - 3)
-  assert.equal(await client.get(`petstore-rl:default:${keyId(shared)}`), '3')
+  assert.equal((await list(c.origin, shared)).remaining, BUDGET - 3)
+  assert.equal((await list(a.origin, shared)).remaining, BUDGET - 4)
+  assert.equal(await client.get(`petstore-rl:default:${keyId(shared)}`), '4')
   await a.waitFor((out) => out.includes(BACK))
   assert.equal(logged(a, UNREACHABLE).length, 1)
   assert.equal(logged(a, BACK).length, 1)

@@ -3,7 +3,8 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { Redis } from 'ioredis'
 import { LruMap } from 'toad-cache'
 import { Breaker } from './breaker.js'
-import { pingWithinBound, REDIS_BREAKER_OPEN_MS, RedisWindows } from './redis.js'
+import { pingWithinBound, REDIS_BREAKER_OPEN_MS } from './redis.js'
+import { RedisLeases } from './redis-leases.js'
 
 export interface LimitState {
   max: number
@@ -58,19 +59,18 @@ export function memoryCounter(windows: MemoryWindows): RateCounter {
 /**
  * Counts in the shared store while it answers, and in this process's windows while the breaker
  * is open: through an outage the limits stay enforced, per process. A count that fails is made in
- * memory too, so every request is counted somewhere.
+ * memory too, so every request is counted somewhere. The shared store trips the breaker itself,
+ * since its failures may come from calls no request waits for.
  */
 export function sharedCounter(
-  shared: (name: string) => Promise<LimitState>,
+  shared: RateCounter,
   local: MemoryWindows,
   breaker: Breaker,
 ): RateCounter {
   return (name) => {
     if (breaker.isOpen()) return local.take(name)
-    return shared(name).catch((err: unknown) => {
-      breaker.trip(err)
-      return local.take(name)
-    })
+    const state = shared(name)
+    return state instanceof Promise ? state.catch(() => local.take(name)) : state
   }
 }
 
@@ -110,8 +110,8 @@ export function openRateCounters(
   // Not connected at start: openRedis has said so already.
   if (redis.status !== 'ready') breaker.startOpen()
   const shared = (limit: Limit) => {
-    const windows = new RedisWindows(redis, limit)
-    return sharedCounter((name) => windows.take(name), new MemoryWindows(limit), breaker)
+    const leases = new RedisLeases(redis, limit, (err) => breaker.trip(err))
+    return sharedCounter((name) => leases.take(name), new MemoryWindows(limit), breaker)
   }
   return { perKey: shared(limits.perKey), perAddress: shared(limits.perAddress) }
 }

@@ -1,6 +1,5 @@
-// Redis as the store of the shared rate-limit counters: the client, the count and its bound.
+// Redis as the store of the shared rate-limit counters: the client and the bound on its commands.
 import type { Redis } from 'ioredis'
-import type { Limit, LimitState } from './rate-counters.js'
 
 /** Prefix of every counter in Redis; the rest is the counter's name, e.g. `default:<key id>`. */
 export const REDIS_NAMESPACE = 'petstore-rl:'
@@ -79,54 +78,6 @@ export function withinBound<T>(pending: Promise<T>, ms = REDIS_COMMAND_BOUND_MS)
       },
     )
   })
-}
-
-/**
- * One count, atomically: a window opens at a counter's first request and lasts windowMs (ARGV[1]).
- * A counter found without an expiry, which this script never leaves, is given one rather than
- * refusing its key for ever. Answers the count and the window's milliseconds left.
- */
-const COUNT_SCRIPT = `
-local count = redis.call('INCR', KEYS[1])
-local ttl = -1
-if count > 1 then ttl = redis.call('PTTL', KEYS[1]) end
-if ttl < 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  ttl = tonumber(ARGV[1])
-end
-return {count, ttl}
-`
-const COUNT_COMMAND = 'petstoreRateCount'
-type CountCommand = (key: string, windowMs: number) => Promise<[number, number]>
-
-/** Fixed windows in Redis, one budget for every process that shares it. */
-export class RedisWindows {
-  private readonly count: CountCommand
-
-  constructor(
-    private readonly redis: Redis,
-    private readonly limit: Limit,
-  ) {
-    // ioredis sends the script's digest, and the script itself only when Redis lacks it.
-    if (!(COUNT_COMMAND in redis)) {
-      redis.defineCommand(COUNT_COMMAND, { numberOfKeys: 1, lua: COUNT_SCRIPT })
-    }
-    this.count = (redis as unknown as Record<typeof COUNT_COMMAND, CountCommand>)[COUNT_COMMAND]
-  }
-
-  /** Counts one request against the counter `name`; rejects past the bound or on any failure. */
-  async take(name: string): Promise<LimitState> {
-    const { max, windowMs } = this.limit
-    const [count, ttlMs] = await withinBound(
-      this.count.call(this.redis, REDIS_NAMESPACE + name, windowMs),
-    )
-    return {
-      max,
-      remaining: Math.max(0, max - count),
-      ttlInSeconds: Math.ceil(ttlMs / 1000),
-      isExceeded: count > max,
-    }
-  }
 }
 
 /** Resolves when Redis answers a PING within the bound: what the breaker's probe asks. */

@@ -7,12 +7,14 @@
 
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { connect, createServer, type Server, type Socket } from 'node:net'
 import { type TestContext, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { Redis } from 'ioredis'
 import pg from 'pg'
+import { leaseSize } from '../../src/auth/redis-leases.js'
 import { PET_INSERT_LOCK } from '../../src/storage/postgres/migrations.js'
 import { listAllPets } from '../support/api.js'
 import { INVALID_TOKEN } from '../support/errors.js'
@@ -394,9 +396,93 @@ test('the rate limit is one budget across instances, kept in Redis by key id', a
   const names = await redis.keys(`petstore-rl:*${limited.id}*`)
   assert.equal(names.length, 1, names.join(', '))
   assert.match(names[0]!, new RegExp(`^petstore-rl:.*default:${limited.id}$`))
-  assert.equal(await redis.get(names[0]!), '7')
+  // The budget's units reserved: a refused request reserves none.
+  assert.equal(await redis.get(names[0]!), '5')
   const all = await redis.keys('petstore-rl:*')
   assert.ok(!all.some((n) => n.includes(limited.key.slice(17)) || n.includes(other.key.slice(17))))
+})
+
+/** A budget whose leases hold 10 units (leaseSize), so instances spend from memory. */
+const LEASED_BUDGET = 640
+const LEASE = leaseSize(LEASED_BUDGET)
+
+/** Sends `total` requests, `concurrency` at a time, the i-th through `origins[i % n]`. */
+async function drive(
+  origins: string[],
+  total: number,
+  concurrency: number,
+  send: (origin: string) => Promise<Reply>,
+): Promise<Reply[]> {
+  const replies: Reply[] = []
+  let next = 0
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < total) {
+        const origin = origins[next++ % origins.length]!
+        replies.push(await send(origin))
+      }
+    }),
+  )
+  return replies
+}
+
+const countOf = (replies: Reply[], status: number) =>
+  replies.filter((r) => r.status === status).length
+
+test('a budget driven past through three instances at once is served exactly: leases never overspend', async (t) => {
+  assert.equal(LEASE, 10)
+  const url = await freshPostgresUrl(t)
+  const instances = await startThree(t, url, {
+    PETSTORE_RATE_LIMIT_MAX: String(LEASED_BUDGET),
+    PETSTORE_AUTH_FAILURE_LIMIT_MAX: String(LEASED_BUDGET),
+    PETSTORE_TRUST_PROXY: 'loopback',
+  })
+  const origins = instances.map((i) => i.origin)
+  const { key, id } = await createKey(url, 'leased')
+
+  const replies = await drive(origins, LEASED_BUDGET + 200, 30, (o) => call(o, '/v1/pets', key))
+  assert.equal(countOf(replies, 200), LEASED_BUDGET)
+  assert.equal(countOf(replies, 429), 200)
+  for (const r of replies) {
+    assert.equal(r.headers.get('ratelimit-policy'), `"default";q=${LEASED_BUDGET};w=60`)
+    if (r.status === 429) assert.equal(remaining(r), 0)
+    else assert.ok(remaining(r) < LEASED_BUDGET, r.headers.get('ratelimit') ?? '')
+  }
+  const redis = new Redis(REDIS_URL)
+  t.after(() => redis.quit())
+  assert.equal(await redis.get(`petstore-rl:default:${id}`), String(LEASED_BUDGET))
+
+  // Failed authentications are one budget per address the same way: 401 until it is spent.
+  // From an address of this run's own (through a trusted proxy), so that no other run's
+  // failures share its counter.
+  const address = `2001:db8::${randomBytes(2).toString('hex')}:${randomBytes(2).toString('hex')}`
+  const failures = await drive(origins, LEASED_BUDGET + 100, 30, (o) =>
+    call(o, '/v1/pets', 'pet_000000000000_not-a-key-of-this-store-at-all-00000000000', {
+      headers: { 'x-forwarded-for': address },
+    }),
+  )
+  assert.equal(countOf(failures, 401), LEASED_BUDGET)
+  assert.equal(countOf(failures, 429), 100)
+  for (const r of failures.filter((f) => f.status === 401))
+    assert.deepEqual(r.json(), INVALID_TOKEN)
+})
+
+test('units an instance holds unspent are refused elsewhere, and served where they are held', async (t) => {
+  const url = await freshPostgresUrl(t)
+  const [a, b, c] = await startThree(t, url, { PETSTORE_RATE_LIMIT_MAX: String(LEASED_BUDGET) })
+  const { key } = await createKey(url, 'quiet-instance')
+  const list = (origin: string) => call(origin, '/v1/pets', key)
+
+  // C takes one lease and spends one unit of it: too few to renew, so it holds LEASE - 1.
+  assert.equal(remaining(await list(c!.origin)), LEASED_BUDGET - 1)
+  const busy = await drive([a!.origin, b!.origin], LEASED_BUDGET, 20, list)
+  assert.equal(countOf(busy, 200), LEASED_BUDGET - LEASE)
+  assert.equal(countOf(busy, 429), LEASE)
+  const held = await drive([c!.origin], LEASE, 1, list)
+  assert.deepEqual(
+    held.map((r) => r.status),
+    [...Array(LEASE - 1).fill(200), 429],
+  )
 })
 
 /** A TCP proxy of the test's own in front of Redis, which the test can cut and restore. */
@@ -431,46 +517,56 @@ async function redisProxy(t: TestContext) {
   return { url: () => `redis://127.0.0.1:${port}`, cut, restore: open }
 }
 
-test('with Redis unreachable, limits hold in each instance, and are shared again when it returns', async (t) => {
+test('with Redis unreachable, limits hold in each of three instances, and are shared again when it returns', async (t) => {
   const url = await freshPostgresUrl(t)
   const proxy = await redisProxy(t)
-  const instance = await startInstance(t, url, {
+  const instances = await startThree(t, url, {
     PETSTORE_RATE_LIMIT_MAX: '2',
     PETSTORE_REDIS_URL: proxy.url(),
     PETSTORE_LOG_LEVEL: 'info',
   })
   const { key } = await createKey(url, 'outage')
-  const list = () => call(instance.origin, '/v1/pets', key)
+  const list = (i: number) => call(instances[i]!.origin, '/v1/pets', key)
 
-  assert.equal(remaining(await list()), 1)
+  assert.equal(remaining(await list(0)), 1)
   await proxy.cut()
-  // Counted in the instance's memory meanwhile, in a window of its own.
-  const seen: [number, number][] = []
-  for (let i = 0; i < 3; i++) {
-    const res = await list()
-    assert.equal(res.headers.get('ratelimit-policy'), '"default";q=2;w=60')
-    seen.push([res.status, remaining(res)])
+  // Counted in each instance's memory meanwhile, in windows of their own.
+  for (const i of [0, 1, 2]) {
+    const seen: [number, number][] = []
+    for (let n = 0; n < 3; n++) {
+      const res = await list(i)
+      assert.equal(res.headers.get('ratelimit-policy'), '"default";q=2;w=60')
+      seen.push([res.status, remaining(res)])
+    }
+    assert.deepEqual(seen, [
+      [200, 1],
+      [200, 0],
+      [429, 0],
+    ])
+    await instances[i]!.waitFor(
+      /"msg":"rate-limit store \(Redis\) unreachable: limits are counted per process until it answers"/,
+    )
+    assert.equal(instances[i]!.stderr(), '')
   }
-  assert.deepEqual(seen, [
-    [200, 1],
-    [200, 0],
-    [429, 0],
-  ])
-  await instance.waitFor(
-    /"msg":"rate-limit store \(Redis\) unreachable: limits are counted per process until it answers"/,
-  )
-  assert.equal(instance.stderr(), '')
 
-  // Back: once the client has reconnected and a probe has answered, the counter kept in Redis
-  // (one request so far) applies again.
+  // Back: once a probe has answered (a probe is sent off a request), the counter kept in Redis
+  // (one request so far) applies again. A's own window is spent, so its 200 comes from Redis;
+  // then the shared budget is spent for B and C too.
   await proxy.restore()
+  const BACK = /"msg":"rate-limit store \(Redis\) reachable again: limits are shared"/
   let res!: Reply
   await until('a list is let through again', async () => {
-    res = await list()
+    res = await list(0)
     return res.status !== 429
   })
   assert.equal(res.status, 200)
   assert.equal(remaining(res), 0)
-  assert.equal((await list()).status, 429)
-  await instance.waitFor(/"msg":"rate-limit store \(Redis\) reachable again: limits are shared"/)
+  for (const i of [1, 2]) {
+    await until(`instance ${i} shares the limits again`, async () => {
+      assert.equal((await list(i)).status, 429)
+      return BACK.test(instances[i]!.stdout())
+    })
+  }
+  for (const i of [0, 1, 2]) assert.equal((await list(i)).status, 429)
+  await instances[0]!.waitFor(BACK)
 })

@@ -1,0 +1,180 @@
+// Shared rate-limit budgets spent from leases: an instance reserves a share of a key's window in
+// Redis with one atomic call and spends it in memory, so a request waits for no round trip.
+import type { Redis } from 'ioredis'
+import { LruMap } from 'toad-cache'
+import type { Limit, LimitState } from './rate-counters.js'
+import { REDIS_NAMESPACE, withinBound } from './redis.js'
+
+/**
+ * A lease is this fraction of a window's budget (at least 1): what one instance may hold unspent,
+ * so what the other instances may be refused early (docs/scaling.md, "How precise").
+ */
+export const LEASE_SHARE = 64
+
+export function leaseSize(max: number): number {
+  return Math.max(1, Math.floor(max / LEASE_SHARE))
+}
+
+/**
+ * Reserves up to ARGV[3] units of the window's budget ARGV[2]. The window opens at its first
+ * reservation and lasts ARGV[1] ms; one found without an expiry, which this script never leaves,
+ * is given one rather than refusing its key for ever. Answers the units reserved in the window so
+ * far (by every instance), the window's milliseconds left, and the units granted by this call.
+ */
+const LEASE_SCRIPT = `
+local reserved = tonumber(redis.call('GET', KEYS[1]) or '0')
+local grant = math.max(0, math.min(tonumber(ARGV[3]), tonumber(ARGV[2]) - reserved))
+if grant > 0 then reserved = redis.call('INCRBY', KEYS[1], grant) end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl == -1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+if ttl < 0 then ttl = tonumber(ARGV[1]) end
+return {reserved, ttl, grant}
+`
+const LEASE_COMMAND = 'petstoreRateLease'
+type LeaseCommand = (
+  key: string,
+  windowMs: number,
+  max: number,
+  want: number,
+) => Promise<[number, number, number]>
+
+interface Waiter {
+  resolve: (state: LimitState) => void
+  reject: (err: unknown) => void
+}
+
+/** One key's share of its current window, held by this instance. */
+interface Lease {
+  /** Units reserved here and not yet spent. */
+  left: number
+  /** Units reserved in the window by every instance, as Redis last said. */
+  reserved: number
+  /** When the window ends, by this process's clock; never later than Redis's own end. */
+  endsAt: number
+  /** Redis had fewer units than asked: the window's whole budget is reserved. */
+  exhausted: boolean
+  renewing: boolean
+  /** Requests that found no unit left, answered when the renewal lands. */
+  waiters: Waiter[]
+}
+
+/** Leases kept at most; the least recently used one goes first, its unspent units with it. */
+const MAX_LEASES = 100_000
+
+/** One budget per window for every instance that shares the Redis, spent from leases. */
+export class RedisLeases {
+  private readonly leases = new LruMap<Lease>(MAX_LEASES)
+  private readonly command: LeaseCommand
+  private readonly size: number
+
+  /** `onFailure` hears of every call that failed or took too long, including background ones. */
+  constructor(
+    private readonly redis: Redis,
+    private readonly limit: Limit,
+    private readonly onFailure: (err: unknown) => void,
+  ) {
+    // ioredis sends the script's digest, and the script itself only when Redis lacks it.
+    if (!(LEASE_COMMAND in redis)) {
+      redis.defineCommand(LEASE_COMMAND, { numberOfKeys: 1, lua: LEASE_SCRIPT })
+    }
+    this.command = (redis as unknown as Record<typeof LEASE_COMMAND, LeaseCommand>)[LEASE_COMMAND]
+    this.size = leaseSize(limit.max)
+  }
+
+  /**
+   * Spends one unit of the counter `name`: at once from the lease while it lasts (renewed in the
+   * background when half spent), else once Redis has granted more. Rejects when Redis fails.
+   */
+  take(name: string): LimitState | Promise<LimitState> {
+    const now = Date.now()
+    let lease = this.leases.get(name)
+    if (lease === undefined || lease.endsAt <= now) {
+      lease = {
+        left: 0,
+        reserved: 0,
+        endsAt: Infinity,
+        exhausted: false,
+        renewing: false,
+        waiters: [],
+      }
+      this.leases.set(name, lease)
+    }
+    if (lease.left > 0 && lease.waiters.length === 0) {
+      lease.left--
+      if (lease.left <= this.size >> 1 && !lease.exhausted && !lease.renewing) {
+        this.renew(name, lease)
+      }
+      return this.served(lease, now)
+    }
+    if (lease.exhausted) return this.refused(lease, now)
+    return new Promise((resolve, reject) => {
+      lease.waiters.push({ resolve, reject })
+      if (!lease.renewing) this.renew(name, lease)
+    })
+  }
+
+  private renew(name: string, lease: Lease): void {
+    lease.renewing = true
+    const { max, windowMs } = this.limit
+    const want = Math.max(this.size, lease.waiters.length)
+    const sentAt = Date.now()
+    withinBound(this.command.call(this.redis, REDIS_NAMESPACE + name, windowMs, max, want)).then(
+      ([reserved, ttlMs, grant]) => {
+        lease.renewing = false
+        // Redis's window ends ttlMs after the script ran, which was after sentAt.
+        const endsAt = sentAt + ttlMs
+        const newWindow =
+          lease.endsAt === Infinity || reserved === grant || endsAt > lease.endsAt + windowMs / 2
+        lease.left = newWindow ? grant : lease.left + grant
+        lease.endsAt = newWindow ? endsAt : Math.min(lease.endsAt, endsAt)
+        lease.reserved = reserved
+        lease.exhausted = grant < want
+        this.answerWaiters(name, lease)
+      },
+      (err: unknown) => {
+        lease.renewing = false
+        const waiters = lease.waiters
+        lease.waiters = []
+        for (const w of waiters) w.reject(err)
+        this.onFailure(err)
+      },
+    )
+  }
+
+  /** Serves waiters in arrival order from the lease; refuses them once the window is spent. */
+  private answerWaiters(name: string, lease: Lease): void {
+    const now = Date.now()
+    while (lease.waiters.length > 0 && lease.left > 0) {
+      lease.left--
+      lease.waiters.shift()!.resolve(this.served(lease, now))
+    }
+    if (lease.waiters.length === 0) return
+    if (!lease.exhausted) {
+      this.renew(name, lease)
+      return
+    }
+    const waiters = lease.waiters
+    lease.waiters = []
+    for (const w of waiters) w.resolve(this.refused(lease, now))
+  }
+
+  /** What is left here and unreserved in Redis: other instances' unspent units are not counted. */
+  private served(lease: Lease, now: number): LimitState {
+    const { max } = this.limit
+    return {
+      max,
+      remaining: Math.max(0, max - lease.reserved + lease.left),
+      ttlInSeconds: secondsUntil(lease.endsAt, now),
+      isExceeded: false,
+    }
+  }
+
+  private refused(lease: Lease, now: number): LimitState {
+    const { max } = this.limit
+    return { max, remaining: 0, ttlInSeconds: secondsUntil(lease.endsAt, now), isExceeded: true }
+  }
+}
+
+function secondsUntil(endsAt: number, now: number): number {
+  return Math.max(1, Math.ceil((endsAt - now) / 1000))
+}
