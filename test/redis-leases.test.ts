@@ -61,7 +61,9 @@ test('the first request waits for a lease; the next ones are answered at once, r
 
 test('requests waiting together share a renewal; a spent window refuses at once until it ends', async (t) => {
   const redis = await connected(t)
-  const leases = new RedisLeases(redis, { max: 5, windowMs: 1500 }, assert.fail)
+  const leases = new RedisLeases(redis, { max: 5, windowMs: 1500 }, (err) =>
+    assert.fail(String(err)),
+  )
   const name = freshName()
   const answers = await Promise.all(Array.from({ length: 8 }, () => leases.take(name)))
   assert.deepEqual(answers.map(shape), [

@@ -112,7 +112,11 @@ test('a hung Redis costs a request no more than its bound; limits hold in memory
   timeout: 120_000,
 }, async (t) => {
   const redis = await startOwnRedis(t)
-  const [a, b, c] = await Promise.all([0, 1, 2].map(() => startInstance(t, redis.url)))
+  const [a, b, c] = (await Promise.all([0, 1, 2].map(() => startInstance(t, redis.url)))) as [
+    StartedService,
+    StartedService,
+    StartedService,
+  ]
   const client = await redis.client()
 
   const before = await list(a.origin, KEYS[0]!)
