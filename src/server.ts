@@ -86,7 +86,12 @@ async function openServices(ctx: StartContext): Promise<Services> {
         config.metricsPort,
       )
     }
-    await app.listen({ port: config.port, host: config.host })
+    await app.listen({ port: config.port, host: config.host }).catch((err: Error) => {
+      throw new Error(
+        `the API cannot listen on ${config.host}:${config.port} (${err.message}); set PORT to another port`,
+        { cause: err },
+      )
+    })
     return { app, metricsServer, redis }
   } catch (err) {
     await metricsServer?.close()

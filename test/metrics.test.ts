@@ -291,6 +291,18 @@ describe('metrics listener lifecycle', () => {
     })
     assert.deepEqual(out.lines, [])
   })
+
+  test('a taken API port stops the start with a message naming PORT', async (t) => {
+    const dir = tempDir(t, 'petstore-metrics-')
+    const first = await startServer(settings(dir), sink().stream)
+    t.after(() => first.stop())
+    const port = Number(new URL(first.address).port)
+    const out = sink()
+    await assert.rejects(startServer({ ...settings(dir), port, metricsPort: null }, out.stream), {
+      message: `the API cannot listen on 127.0.0.1:${port} (listen EADDRINUSE: address already in use 127.0.0.1:${port}); set PORT to another port`,
+    })
+    assert.deepEqual(out.lines, [])
+  })
 })
 
 describe('storage figures', () => {

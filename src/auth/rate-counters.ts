@@ -31,12 +31,15 @@ const MAX_COUNTERS = 100_000
 export class MemoryWindows {
   private readonly windows = new LruMap<{ count: number; startMs: number }>(MAX_COUNTERS)
 
-  constructor(private readonly limit: Limit) {}
+  constructor(
+    private readonly limit: Limit,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /** Counts one request against the key's budget. */
   take(key: string): LimitState {
     const { max, windowMs } = this.limit
-    const now = Date.now()
+    const now = this.now()
     let w = this.windows.get(key)
     if (w === undefined || w.startMs + windowMs <= now) {
       w = { count: 0, startMs: now }
