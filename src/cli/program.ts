@@ -1,6 +1,7 @@
 // The `petstore` program: its commands, each group registered by its own module.
 import { Command } from 'commander'
 import packageJson from '../../package.json' with { type: 'json' }
+import { addBackupCommand } from './backup-command.js'
 import { addKeysCommand } from './keys-command.js'
 import { addMigrateCommand } from './migrate-command.js'
 import { addSeedCommand } from './seed-command.js'
@@ -17,6 +18,7 @@ export function buildProgram(): Command {
   // In this order in `petstore --help`.
   addServeCommand(program)
   addMigrateCommand(program)
+  addBackupCommand(program)
   addSeedCommand(program)
   addKeysCommand(program)
   return program

@@ -1,0 +1,164 @@
+// `petstore backup FILE`: a consistent copy of the embedded store, safe beside a running service.
+// The copy is made under a temporary name beside FILE and renamed once complete and checked, so
+// an interrupted backup never leaves a partial file under FILE.
+import { existsSync, linkSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs'
+import { basename, dirname, join, resolve } from 'node:path'
+import type { Command } from 'commander'
+import {
+  type BackupSummary,
+  backupSqlite,
+  NotAStoreError,
+  SIDE_FILE_SUFFIXES,
+  syncFile,
+} from '../storage/sqlite/backup.js'
+import { commandConfig, UsageError } from './command-context.js'
+
+export function addBackupCommand(program: Command): void {
+  program
+    .command('backup')
+    .description('copy the SQLite store to FILE, consistent even while a service writes to it')
+    .argument('<file>', 'where to write the copy (a new file, in an existing directory)')
+    .option('--force', 'replace FILE if it exists, once the new copy is complete and checked')
+    .addHelpText(
+      'after',
+      '\nThe copy holds every pet committed before the backup began, passed\n' +
+        'PRAGMA integrity_check, and is one self-contained file (no -wal beside it).\n' +
+        'It is written under a temporary name beside FILE and renamed when complete.\n' +
+        'Restore: stop the service, put the copy in place of the database file, delete\n' +
+        'the old -wal and -shm files beside it, start. For PostgreSQL use pg_dump\n' +
+        '(docs/operations.md, "Backup and restore").',
+    )
+    .action(async (file: string, opts: { force?: boolean }) => {
+      const source = sqliteSource(commandConfig().databaseUrl, file)
+      checkTarget(file, source, opts.force === true)
+      const summary = await writeBackup(source, file, opts.force === true)
+      process.stdout.write(`${describe(source, file, summary)}\n`)
+    })
+}
+
+/** The SQLite file to copy; any other store is refused, saying what to use instead. */
+function sqliteSource(url: string, file: string): string {
+  if (!url.startsWith('sqlite:')) throw new UsageError(postgresAdvice(url, file))
+  const path = url.slice('sqlite:'.length)
+  if (path === ':memory:') {
+    throw new UsageError(
+      'the store is in memory (PETSTORE_DATABASE_URL=sqlite::memory:): no file to back up',
+    )
+  }
+  if (!existsSync(path)) {
+    throw new UsageError(
+      `no database at ${path} (PETSTORE_DATABASE_URL=${url}): nothing to back up`,
+    )
+  }
+  return path
+}
+
+/** pg_dump for the configured database, the password left out: it would end up in a log. */
+function postgresAdvice(url: string, file: string): string {
+  const u = new URL(url)
+  const hadPassword = u.password !== ''
+  u.password = ''
+  const lines = [
+    'backup copies the embedded SQLite store; PETSTORE_DATABASE_URL names a PostgreSQL database.',
+    'Use pg_dump instead, as docs/operations.md ("Backup and restore") describes:',
+    `  pg_dump --format=custom --file=${shellQuote(file)} --dbname=${shellQuote(u.toString())}`,
+  ]
+  if (hadPassword) {
+    lines.push('(the password is left out: pg_dump asks for it, or reads PGPASSWORD or ~/.pgpass)')
+  }
+  return lines.join('\n')
+}
+
+function shellQuote(text: string): string {
+  return /^[A-Za-z0-9_./:@%+=,-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`
+}
+
+/** Refuses a FILE that cannot take the copy, before any work is done. */
+function checkTarget(file: string, source: string, force: boolean): void {
+  const dir = dirname(resolve(file))
+  const dirStat = statSync(dir, { throwIfNoEntry: false })
+  if (dirStat === undefined) throw new UsageError(`cannot write ${file}: no directory ${dir}`)
+  if (!dirStat.isDirectory())
+    throw new UsageError(`cannot write ${file}: ${dir} is not a directory`)
+  if (isStoreFile(file, source)) {
+    throw new UsageError(`${file} is the database being backed up, or one of its files`)
+  }
+  const target = statSync(file, { throwIfNoEntry: false })
+  if (target?.isDirectory()) throw new UsageError(`${file} is a directory`)
+  if (target !== undefined && !force) {
+    throw new UsageError(
+      `${file} already exists; choose another name, or pass --force to replace it`,
+    )
+  }
+  // SQLite would take a -wal or hot -journal left beside FILE as part of the new copy: corruption.
+  for (const suffix of SIDE_FILE_SUFFIXES) {
+    if (existsSync(`${file}${suffix}`)) {
+      throw new UsageError(
+        `${file}${suffix} exists: a service may have ${file} open; stop it, or remove ${file}${suffix} if none has`,
+      )
+    }
+  }
+}
+
+/** Whether `file` names the store's database file or one SQLite keeps beside it. */
+function isStoreFile(file: string, source: string): boolean {
+  const canonical = (path: string) => join(realpathSync(dirname(resolve(path))), basename(path))
+  const target = canonical(file)
+  const store = canonical(source)
+  if (['', ...SIDE_FILE_SUFFIXES].some((suffix) => target === `${store}${suffix}`)) return true
+  const a = statSync(file, { bigint: true, throwIfNoEntry: false })
+  const b = statSync(source, { bigint: true })
+  return a !== undefined && a.dev === b.dev && a.ino === b.ino
+}
+
+async function writeBackup(source: string, file: string, force: boolean): Promise<BackupSummary> {
+  const partial = `${file}.partial-${process.pid}`
+  let summary: BackupSummary
+  try {
+    summary = await backupSqlite(source, partial)
+  } catch (err) {
+    if (err instanceof NotAStoreError) throw new UsageError(err.message)
+    throw new Error(`backup failed: ${err instanceof Error ? err.message : String(err)}`)
+  }
+  try {
+    publish(partial, file, force)
+  } finally {
+    rmSync(partial, { force: true })
+  }
+  // The new name must outlive a crash too, not only the content.
+  syncFile(dirname(resolve(file)))
+  return summary
+}
+
+/** Gives the complete copy its name: atomically, and without --force never over another file. */
+function publish(partial: string, file: string, force: boolean): void {
+  if (force) {
+    renameSync(partial, file)
+    return
+  }
+  try {
+    // A link fails if FILE appeared meanwhile, where a rename would replace it.
+    linkSync(partial, file)
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'EEXIST') {
+      throw new UsageError(
+        `${file} already exists; choose another name, or pass --force to replace it`,
+      )
+    }
+    // A file system without hard links: the check above, then the rename.
+    if (existsSync(file)) throw err
+    renameSync(partial, file)
+  }
+}
+
+function describe(source: string, file: string, s: BackupSummary): string {
+  return (
+    `backed up ${source} to ${file}: ${plural(s.pets, 'pet')}, ${plural(s.apiKeys, 'API key')}, ` +
+    `${s.bytes} bytes (${s.pages} pages of ${s.pageSize}); integrity check ok`
+  )
+}
+
+function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`
+}
