@@ -13,6 +13,12 @@ export const ROOT = resolve(import.meta.dirname, '..')
 export const SERVER_CPU = 0
 export const LOAD_CPU = 1
 
+/** Rate-limit counters in the Redis of PETSTORE_BENCH_REDIS_URL (default 127.0.0.1:6379). */
+export const REDIS_LIMITS_ENV = {
+  PETSTORE_RATE_LIMIT_STORE: 'redis',
+  PETSTORE_REDIS_URL: process.env.PETSTORE_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
+}
+
 /** The body of every create the bench sends. */
 export const CREATE_BODY = '{"name":"bench-pet","categoryId":7,"status":"available"}'
 
@@ -221,11 +227,16 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100
 }
 
-/** A wrk run against the server `pid`, with the share of a core that server used during it. */
-export async function measuredRun(run: WrkRun, pid: number): Promise<WrkResult> {
-  const cpuBefore = cpuSeconds(pid)
+/**
+ * A wrk run against the server `pid` (or the processes `pid` lists, together), with the share of a
+ * core it used during the run.
+ */
+export async function measuredRun(run: WrkRun, pid: number | number[]): Promise<WrkResult> {
+  const pids = typeof pid === 'number' ? [pid] : pid
+  const cpu = () => pids.reduce((sum, p) => sum + cpuSeconds(p), 0)
+  const cpuBefore = cpu()
   const wallBefore = performance.now()
   const result = await wrk(run)
-  result.serverCpu = (cpuSeconds(pid) - cpuBefore) / ((performance.now() - wallBefore) / 1000)
+  result.serverCpu = (cpu() - cpuBefore) / ((performance.now() - wallBefore) / 1000)
   return result
 }

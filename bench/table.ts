@@ -25,7 +25,7 @@ export const median = (xs: number[]): number => {
 export const cpuUsPerRequest = (r: WrkResult): number =>
   r.rps > 0 ? (r.serverCpu * 1e6) / r.rps : 0
 
-const fmt = (n: number, digits = 0) =>
+export const fmt = (n: number, digits = 0) =>
   n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
 
 /** The median over the rounds of a figure of each round's pair of runs. */
@@ -36,7 +36,7 @@ const pairedMedian = (a: WrkResult[], b: WrkResult[], f: (a: WrkResult, b: WrkRe
  * The median over the rounds of each round's service req/s ÷ the same round's baseline req/s, and
  * the lowest and highest of them: a host slower in one round moves both sides of its ratio alike.
  */
-function ratioCell(runs: WrkResult[], baseline: WrkResult[]): string {
+export function ratioCell(runs: WrkResult[], baseline: WrkResult[]): string {
   const ratios = runs.map((r, i) => r.rps / baseline[i]!.rps)
   return `${fmt(median(ratios), 2)} (${fmt(Math.min(...ratios), 2)}–${fmt(Math.max(...ratios), 2)})`
 }
@@ -123,7 +123,28 @@ export function scaleTable(
   return rows.join('\n')
 }
 
-const pct = (share: number) => `${Math.round(share * 100)}%`
+/**
+ * Each setup against `ref` (the same store's default setup) measured in the same rounds: the
+ * median of the rounds' own req/s ratios, and of their CPU µs/req ratios (ref ÷ setup).
+ */
+export function setupTable(ops: OpSamples[], ref: string, labels: string[]): string {
+  const rows = [
+    `| operation |${labels.map((l) => ` ${l} ÷ ${ref} req/s (range) | CPU ratio |`).join('')}`,
+    `| --- |${' ---: | ---: |'.repeat(labels.length)}`,
+  ]
+  for (const op of ops) {
+    const refRuns = op.services[ref]!
+    const cells = labels.map((l) => {
+      const runs = op.services[l]!
+      const cpu = pairedMedian(runs, refRuns, (s, r) => cpuUsPerRequest(r) / cpuUsPerRequest(s))
+      return ` ${ratioCell(runs, refRuns)} | ${fmt(cpu, 2)} |`
+    })
+    rows.push(`| ${op.name} |${cells.join('')}`)
+  }
+  return rows.join('\n')
+}
+
+export const pct = (share: number) => `${Math.round(share * 100)}%`
 
 /** Every measured run, so a reader can see the spread behind each median. */
 export function perRound(ops: OpSamples[], labels: string[]): string {

@@ -5,7 +5,10 @@
 # read-only); wrk is the load generator of `npm run bench`, valgrind the counter of
 # `npm run bench:instructions`; podman (with runc, and CNI's dnsname plugin so that compose
 # services find each other by name), podman-compose and debootstrap run the container test
-# (test/container.test.ts, docs/containers.md). Installs only what is missing; needs root.
+# (test/container.test.ts, docs/containers.md); pgbouncer is the pooler that the PostgreSQL tests
+# start in transaction mode in front of the server, to show that the service keeps no state on a
+# server connection between transactions (test/postgres/pgbouncer.test.ts; only the binary is
+# used, the package's own service is not needed). Installs only what is missing; needs root.
 set -eu
 missing=""
 command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
@@ -20,6 +23,7 @@ command -v runc >/dev/null 2>&1 || [ -x /usr/sbin/runc ] || missing="$missing ru
 [ -x /usr/lib/cni/dnsname ] || missing="$missing golang-github-containernetworking-plugin-dnsname"
 command -v podman-compose >/dev/null 2>&1 || missing="$missing podman-compose"
 command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || missing="$missing debootstrap"
+command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || missing="$missing pgbouncer"
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
   echo "system-deps: missing:$missing; install them with apt-get as root" >&2

@@ -16,6 +16,7 @@ import {
   endConnections,
   freshPostgresDatabase,
 } from '../support/postgres.js'
+import { spawnService } from '../support/process.js'
 import { until } from '../support/wait.js'
 import { JSON_LOGS_NO_LIMIT, workspace } from '../support/workspace.js'
 
@@ -137,6 +138,46 @@ describe('postgres refusing connections: the store reports it as unavailable', (
 })
 
 // ---------------------------------------------------------------- the real service
+
+describe('a start the server refuses fails, saying why', () => {
+  /** What `petstore serve` said on stderr, having exited 1 without serving. */
+  async function startFailure(t: TestContext, url: string): Promise<string> {
+    const proc = spawnService(t, {
+      env: { PETSTORE_DATABASE_URL: url, PETSTORE_API_KEYS: KEY, PETSTORE_DATABASE_TIMEOUT: '2s' },
+    })
+    assert.deepEqual(await proc.exited, { code: 1, signal: null })
+    assert.equal(proc.stdout(), '')
+    return proc.stderr()
+  }
+  const server = (url: string) => `PostgreSQL at ${new URL(url).hostname}:${new URL(url).port}`
+
+  test('a database that does not exist (3D000): named, with how to make it', async (t) => {
+    const url = new URL((await freshPostgresDatabase(t)).url)
+    url.pathname = '/petstore_no_such_database'
+    assert.equal(
+      await startFailure(t, url.toString()),
+      `petstore: ${server(url.toString())} has no database "petstore_no_such_database" (create it with createdb petstore_no_such_database, or fix PETSTORE_DATABASE_URL)\n`,
+    )
+  })
+
+  test("a database that accepts no connections (55000): refused, in the server's words", async (t) => {
+    const db = await freshPostgresDatabase(t)
+    await adminQuery(`ALTER DATABASE ${db.name} ALLOW_CONNECTIONS false`)
+    assert.equal(
+      await startFailure(t, db.url),
+      `petstore: ${server(db.url)} refused the connection: database "${db.name}" is not currently accepting connections\n`,
+    )
+  })
+
+  test("a role that does not exist (28000): refused, in the server's words", async (t) => {
+    const url = new URL((await freshPostgresDatabase(t)).url)
+    url.username = 'petstore_no_such_role'
+    assert.equal(
+      await startFailure(t, url.toString()),
+      `petstore: ${server(url.toString())} refused the connection: role "petstore_no_such_role" does not exist\n`,
+    )
+  })
+})
 
 function assertUnavailableReply(reply: Reply, what: string): void {
   assert.equal(reply.status, 503, `${what}: ${reply.body}`)

@@ -51,6 +51,8 @@ const TABLE: [what: Error | unknown, expected: Unavailability | null][] = [
   // A hot standby cancelling a query that conflicts with the WAL it replays.
   [serverError('40001', 'canceling statement due to conflict with recovery'), 'unreachable'],
   [serverError('40P01', 'deadlock detected'), 'unreachable'],
+  // insert_pets's bound on its wait for a lock (migration 004).
+  [serverError('55P03', 'canceling statement due to lock timeout'), 'unreachable'],
   [
     serverError('25P03', 'terminating connection due to idle-in-transaction timeout'),
     'unreachable',

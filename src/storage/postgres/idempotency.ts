@@ -52,24 +52,28 @@ export class PostgresIdempotency {
    */
   private async claimed(client: pg.PoolClient, apiKeyId: string): Promise<IdempotencyClaim> {
     if (this.cap.claimed(apiKeyId)) {
-      const { rows } = await client.query<{ n: bigint }>({
-        name: 'count-idempotency-of-api-key',
-        text: 'SELECT count(*) AS n FROM idempotency_keys WHERE api_key_id = $1',
-        values: [apiKeyId],
-      })
+      const { rows } = await client.query<{ n: bigint }>(
+        this.db.statement(
+          'count-idempotency-of-api-key',
+          'SELECT count(*) AS n FROM idempotency_keys WHERE api_key_id = $1',
+          [apiKeyId],
+        ),
+      )
       const count = Number(rows[0]!.n)
       const excess = this.cap.excess(count)
       let deleted = 0
       if (excess > 0) {
-        const result = await client.query({
-          name: 'delete-oldest-completed-idempotency',
-          // By ctid: the rows chosen are deleted where they are, with no scan of the table.
-          text: `DELETE FROM idempotency_keys WHERE ctid = ANY(ARRAY(
-                   SELECT ctid FROM idempotency_keys
-                   WHERE api_key_id = $1 AND pet_id IS NOT NULL
-                   ORDER BY created_at, idempotency_key LIMIT $2 FOR UPDATE SKIP LOCKED))`,
-          values: [apiKeyId, excess],
-        })
+        const result = await client.query(
+          this.db.statement(
+            'delete-oldest-completed-idempotency',
+            // By ctid: the rows chosen are deleted where they are, with no scan of the table.
+            `DELETE FROM idempotency_keys WHERE ctid = ANY(ARRAY(
+               SELECT ctid FROM idempotency_keys
+               WHERE api_key_id = $1 AND pet_id IS NOT NULL
+               ORDER BY created_at, idempotency_key LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+            [apiKeyId, excess],
+          ),
+        )
         deleted = result.rowCount ?? 0
       }
       this.cap.counted(apiKeyId, count - deleted)

@@ -76,4 +76,21 @@ export const postgresMigrations: Record<string, Migration> = {
         END $$`.execute(db)
     },
   },
+  '004-insert-pets-lock-wait': {
+    // insert_pets with a bound on its lock waits: a statement timeout cannot be set for one
+    // statement without a transaction around it, nor passed at connect through a pooler, and a
+    // create whose caller gave up must not go on waiting and then commit. The six-argument form
+    // stays for instances not yet upgraded.
+    async up(db: Kysely<unknown>) {
+      await sql`CREATE FUNCTION insert_pets(
+          names TEXT[], category_ids BIGINT[], statuses TEXT[], created BIGINT,
+          claim_api_key_ids TEXT[], claim_keys TEXT[], lock_wait_ms BIGINT
+        ) RETURNS TABLE (id BIGINT) LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+        BEGIN
+          PERFORM set_config('lock_timeout', lock_wait_ms || 'ms', true);
+          RETURN QUERY SELECT i.id FROM insert_pets(
+            names, category_ids, statuses, created, claim_api_key_ids, claim_keys) i;
+        END $$`.execute(db)
+    },
+  },
 }

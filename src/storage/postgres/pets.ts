@@ -1,7 +1,7 @@
 // Reads and writes of the pets table on PostgreSQL.
 import type { CreateItem } from '../create-item.js'
 import type { IdempotencyRef, NewPet, Pet, PetPageQuery, PetStatus } from '../store.js'
-import type { PooledStatements } from './statements.js'
+import { type PooledStatements, serverMilliseconds } from './statements.js'
 
 interface PetRow {
   id: bigint
@@ -19,10 +19,15 @@ const toPet = (row: PetRow): Pet => {
 const SELECT_PET = 'SELECT id, name, category_id, status FROM pets'
 const FIRST_ID = -(2n ** 63n)
 
-/** insert_pets's arguments (migration 003): the pets, and the claims they complete. */
+/**
+ * insert_pets's arguments (migration 004): the pets, the claims they complete, and the longest
+ * wait for a lock, past which the server gives up the insert rather than make it after the caller
+ * was told it failed.
+ */
 function insertPetsValues(
   pets: readonly NewPet[],
   claims: readonly (IdempotencyRef | undefined)[],
+  lockWaitMs: number,
 ): unknown[] {
   return [
     pets.map((p) => p.name),
@@ -31,6 +36,7 @@ function insertPetsValues(
     Date.now(),
     claims.map((c) => c?.apiKeyId ?? null),
     claims.map((c) => c?.key ?? null),
+    lockWaitMs,
   ]
 }
 
@@ -62,24 +68,28 @@ export class PostgresPets {
 
   /** One batch of creates in one statement, so one round trip. */
   async commitCreates(items: CreateItem[]): Promise<Pet[]> {
-    const { rows } = await this.db.run<{ id: bigint }>({
-      name: 'insert-pets',
-      text: 'SELECT id FROM insert_pets($1, $2, $3, $4, $5, $6)',
-      values: insertPetsValues(
-        items.map((i) => i.pet),
-        items.map((i) => i.completes),
+    const { rows } = await this.db.run<{ id: bigint }>(
+      this.db.statement(
+        'insert-pets',
+        'SELECT id FROM insert_pets($1, $2, $3, $4, $5, $6, $7)',
+        insertPetsValues(
+          items.map((i) => i.pet),
+          items.map((i) => i.completes),
+          serverMilliseconds(this.db.timeoutMs),
+        ),
       ),
-    })
+    )
     return items.map(({ pet }, i) => ({ id: rows[i]!.id, ...pet }))
   }
 
   /** A bulk load (insertPets) in one statement. */
   async insertMany(pets: NewPet[]): Promise<void> {
     await this.db.run({
-      text: 'SELECT count(*) FROM insert_pets($1, $2, $3, $4, $5, $6)',
+      text: 'SELECT count(*) FROM insert_pets($1, $2, $3, $4, $5, $6, $7)',
       values: insertPetsValues(
         pets,
         pets.map(() => undefined),
+        serverMilliseconds(this.db.timeoutMs),
       ),
     })
   }

@@ -22,11 +22,10 @@ export function poolConfig(opts: PostgresOptions, max: number): pg.PoolConfig {
     connectionString: opts.url,
     max,
     connectionTimeoutMillis: opts.timeoutMs,
+    // The only server-side bounds are set per transaction (statements.ts) and per lock wait
+    // (insert_pets): a pooler such as PgBouncer refuses any startup parameter but the basic ones,
+    // and would carry a session's settings over to other clients' transactions.
     query_timeout: opts.timeoutMs,
-    statement_timeout: opts.timeoutMs,
-    // A client lost to a partition would keep its transaction's locks (the insert lock among them)
-    // until TCP noticed, which can take hours: the server ends such a transaction instead.
-    idle_in_transaction_session_timeout: opts.timeoutMs,
     idleTimeoutMillis: 30_000,
     keepAlive: true,
     types: typeParsers,

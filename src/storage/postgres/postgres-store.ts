@@ -7,18 +7,21 @@ import type * as domain from '../store.js'
 import { PostgresApiKeys } from './api-keys.js'
 import { SharedVersionRead } from './data-version.js'
 import { PostgresIdempotency } from './idempotency.js'
-import { migratePostgres } from './migrate.js'
+import { preparePostgres } from './migrate.js'
 import { PostgresPets } from './pets.js'
 import { type PostgresOptions, poolConfig, survivingLostConnections } from './pool.js'
-import { PooledStatements } from './statements.js'
+import { PooledStatements, type StatementOptions } from './statements.js'
 
-export { migratePostgres } from './migrate.js'
+export { migratePostgres, preparePostgres } from './migrate.js'
 export type { PostgresOptions } from './pool.js'
 
 export async function openPostgresStore(opts: PostgresOptions): Promise<PostgresStore> {
-  await migratePostgres(opts)
+  const { pooled } = await preparePostgres(opts)
   return new PostgresStore(
     new pg.Pool(poolConfig(opts, opts.poolSize)),
+    // Named statements save the server a parse and a plan each time (docs/scaling.md), but live
+    // on one server connection, which a pooler shares out by transaction.
+    { timeoutMs: opts.timeoutMs, prepared: !pooled },
     opts.onPoolError,
     new IdempotencyCap(opts.idempotencyKeysPerApiKey ?? DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY),
   )
@@ -36,13 +39,14 @@ export class PostgresStore implements domain.Store {
 
   constructor(
     private readonly pool: pg.Pool,
+    statementOptions: StatementOptions,
     onPoolError: (err: Error) => void = () => undefined,
     idempotencyCap = new IdempotencyCap(DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY),
   ) {
     // An idle client whose server went away emits here; unhandled, it would end the process.
     pool.on('error', onPoolError)
     survivingLostConnections(pool)
-    this.statements = new PooledStatements(pool)
+    this.statements = new PooledStatements(pool, statementOptions)
     this.pets = new PostgresPets(this.statements)
     this.idempotency = new PostgresIdempotency(this.statements, idempotencyCap)
     this.apiKeys = new PostgresApiKeys(this.statements)

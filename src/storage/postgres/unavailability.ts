@@ -25,9 +25,10 @@ const UNAVAILABLE_CLASSES = ['08', '28', '3D', '53', '57', '58']
 
 /**
  * Transient failures of one transaction, which a retry may well pass: 25P03 idle in transaction
- * too long, 40001 serialization failure (also a standby's conflict with recovery), 40P01 deadlock.
+ * too long, 40001 serialization failure (also a standby's conflict with recovery), 40P01 deadlock,
+ * 55P03 a lock waited for too long (insert_pets's bound).
  */
-const UNAVAILABLE_STATES = ['25P03', '40001', '40P01']
+const UNAVAILABLE_STATES = ['25P03', '40001', '40P01', '55P03']
 
 /** What a bug raises; the driver's and the socket's own failures are plain (or system) Errors. */
 const BUG_TYPES = [TypeError, RangeError, ReferenceError, SyntaxError, EvalError, URIError]
