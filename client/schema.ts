@@ -47,6 +47,26 @@ export interface paths {
     patch?: never
     trace?: never
   }
+  '/store/orders': {
+    parameters: {
+      query?: never
+      header?: never
+      path?: never
+      cookie?: never
+    }
+    /**
+     * List store orders
+     * @description Referred to by the interface, which defines none of its parameters, payloads or behaviour: this service answers it 501 `not_implemented`.
+     */
+    get: operations['listOrders']
+    put?: never
+    post?: never
+    delete?: never
+    options?: never
+    head?: never
+    patch?: never
+    trace?: never
+  }
 }
 export type webhooks = Record<string, never>
 export interface components {
@@ -56,24 +76,33 @@ export interface components {
       /**
        * Format: int64
        * @description Unique identifier, assigned by the service on creation.
+       * @example 1
        */
       id: bigint
-      /** @description The animal's name: 1 to 255 Unicode code points, not only white space, without U+0000. */
+      /**
+       * @description The animal's name: 1 to 255 Unicode code points, not only white space, without U+0000.
+       * @example Rex
+       */
       name: string
       /**
        * Format: int64
        * @description Identifier of the category the animal belongs to.
+       * @example 12
        */
       categoryId: bigint
       status?: components['schemas']['PetStatus']
     }
     /** NewPet */
     NewPet: {
-      /** @description The animal's name: 1 to 255 Unicode code points, not only white space, without U+0000. */
+      /**
+       * @description The animal's name: 1 to 255 Unicode code points, not only white space, without U+0000.
+       * @example Rex
+       */
       name: string
       /**
        * Format: int64
        * @description Identifier of the category the animal belongs to.
+       * @example 12
        */
       categoryId: bigint
       status?: components['schemas']['PetStatus']
@@ -83,6 +112,7 @@ export interface components {
     /**
      * PetStatus
      * @description Availability of the animal.
+     * @example available
      * @enum {string}
      */
     PetStatus: 'available' | 'pending' | 'sold'
@@ -90,6 +120,7 @@ export interface components {
     Error: {
       /**
        * @description Machine-readable error code.
+       * @example not_found
        * @enum {string}
        */
       code:
@@ -106,11 +137,15 @@ export interface components {
         | 'internal_error'
         | 'not_implemented'
         | 'service_unavailable'
-      /** @description Human-readable description. */
+      /**
+       * @description Human-readable description.
+       * @example no pet with id 1
+       */
       message: string
       /**
        * Format: int32
        * @description The HTTP status code of the response.
+       * @example 404
        */
       status: number
     }
@@ -126,11 +161,20 @@ export interface operations {
   listPets: {
     parameters: {
       query?: {
-        /** @description Maximum number of animals returned. */
+        /**
+         * @description Maximum number of animals returned.
+         * @example 50
+         */
         limit?: number
-        /** @description Availability of the animal. */
+        /**
+         * @description Availability of the animal.
+         * @example available
+         */
         status?: components['schemas']['PetStatus']
-        /** @description Opaque position from the `Link: rel="next"` header of the previous page. */
+        /**
+         * @description Opaque position from the `Link: rel="next"` header of the previous page.
+         * @example djE6MQ
+         */
         cursor?: string
       }
       header?: never
@@ -290,7 +334,10 @@ export interface operations {
     parameters: {
       query?: never
       header?: {
-        /** @description Makes the request safe to retry: a retry with the same key and body within 24 hours returns the original pet instead of creating another. */
+        /**
+         * @description Makes the request safe to retry: a retry with the same key and body within 24 hours returns the original pet instead of creating another.
+         * @example 9b2f6c1e-4d7a-4f3b-8e5d-2a1c0b9f8e7d
+         */
         'Idempotency-Key'?: string
       }
       path?: never
@@ -534,7 +581,10 @@ export interface operations {
       query?: never
       header?: never
       path: {
-        /** @description Identifier of the animal. */
+        /**
+         * @description Identifier of the animal.
+         * @example 1
+         */
         petId: bigint
       }
       cookie?: never
@@ -760,6 +810,160 @@ export interface operations {
           Sunset: 'Thu, 05 Dec 2030 00:00:00 GMT'
           /** @description The operation to use instead. */
           Link: '</v1/pets>; rel="successor-version"'
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          'RateLimit-Policy'?: string
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
+          [name: string]: unknown
+        }
+        content: {
+          'application/json': components['schemas']['Error']
+        }
+      }
+    }
+  }
+  listOrders: {
+    parameters: {
+      query?: never
+      header?: never
+      path?: never
+      cookie?: never
+    }
+    requestBody?: never
+    responses: {
+      /** @description The request is malformed, e.g. its `Host` header names no host. */
+      400: {
+        headers: {
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          'RateLimit-Policy'?: string
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
+          [name: string]: unknown
+        }
+        content: {
+          'application/json': components['schemas']['Error']
+        }
+      }
+      /** @description API key missing or invalid. */
+      401: {
+        headers: {
+          /** @description `Bearer realm="petstore"`, with `error="invalid_token"` when a key was sent but is not valid. */
+          'WWW-Authenticate':
+            | 'Bearer realm="petstore"'
+            | 'Bearer realm="petstore", error="invalid_token"'
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          'RateLimit-Policy'?: string
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
+          [name: string]: unknown
+        }
+        content: {
+          'application/json': components['schemas']['Error']
+        }
+      }
+      /** @description Rate limit exceeded. */
+      429: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After': number
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          'RateLimit-Policy'?: string
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
+          [name: string]: unknown
+        }
+        content: {
+          'application/json': components['schemas']['Error']
+        }
+      }
+      /** @description An unexpected fault; the message never carries its details. */
+      500: {
+        headers: {
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          'RateLimit-Policy'?: string
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
+          [name: string]: unknown
+        }
+        content: {
+          'application/json': components['schemas']['Error']
+        }
+      }
+      /** @description Store orders are not implemented by this service. */
+      501: {
+        headers: {
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          'RateLimit-Policy'?: string
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
+          [name: string]: unknown
+        }
+        content: {
+          'application/json': components['schemas']['Error']
+        }
+      }
+      /** @description The database cannot be reached or is overloaded; retry after `Retry-After` seconds. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying. */
+          'Retry-After': number
+          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          'X-Request-Id': string
+          /** @description Answers are never stored by caches. */
+          'Cache-Control': 'no-store'
+          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          'RateLimit-Policy'?: string
+          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          RateLimit?: string
+          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          'Access-Control-Allow-Origin'?: string
+          [name: string]: unknown
+        }
+        content: {
+          'application/json': components['schemas']['Error']
+        }
+      }
+      /** @description Any other error, e.g. 405 with `Allow` for a method the path does not take, 408, 414 or 431. */
+      default: {
+        headers: {
+          /** @description On 405: the methods the path takes. */
+          Allow?: string
           /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */

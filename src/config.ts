@@ -426,6 +426,43 @@ export function loadConfig(
   return result
 }
 
+/** PETSTORE_* variables read outside the settings table (src/cli/launch.ts). */
+const OTHER_VARIABLES = new Set(['PETSTORE_COMPILE_CACHE'])
+
+/**
+ * A warning for each PETSTORE_* variable (in the environment or .env) that is no setting: a
+ * misspelt name would otherwise be ignored in silence, and its default used.
+ */
+export function unknownSettingWarnings(
+  env: Record<string, string | undefined> = process.env,
+  dotEnvPath: string | null = '.env',
+): string[] {
+  const source = { ...(dotEnvPath ? readDotEnv(resolve(dotEnvPath)) : {}), ...env }
+  const known = settings.map((s) => s.env as string)
+  return Object.keys(source)
+    .filter((name) => name.startsWith('PETSTORE_') && !known.includes(name))
+    .filter((name) => !OTHER_VARIABLES.has(name))
+    .sort()
+    .map((name) => {
+      const near = known.find((k) => editDistance(k, name) <= 2)
+      return `unknown setting ${name} is ignored${near ? `; did you mean ${near}?` : ''} (petstore serve --help lists them)`
+    })
+}
+
+/** Levenshtein distance: how many one-character edits turn `a` into `b`. */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i]
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)
+      next.push(Math.min(row[j]! + 1, next[j - 1]! + 1, substitution))
+    }
+    row = next
+  }
+  return row[b.length]!
+}
+
 /** What is wrong between settings that are each valid: the first such problem, if any. */
 function crossProblems(config: Config): string[] {
   if (config.deprecatedAt.getTime() > GETPET_SUNSET.getTime()) {

@@ -370,6 +370,16 @@ describe('petstore serve and migrate', { concurrency: true }, () => {
     )
   })
 
+  test('a misspelt setting is named on stderr, once, and the command goes on', async (t) => {
+    const w = cliWorkspace(t)
+    const res = await w.run(['migrate'], { PETSTORE_DATABSE_URL: 'sqlite:/nowhere/pets.db' })
+    assert.equal(res.code, 0, res.stderr)
+    assert.equal(
+      res.stderr,
+      'petstore: unknown setting PETSTORE_DATABSE_URL is ignored; did you mean PETSTORE_DATABASE_URL? (petstore serve --help lists them)\n',
+    )
+  })
+
   test('a configured key means no bootstrap key is made', async (t) => {
     const w = cliWorkspace(t)
     const configured = 'configured-key-0123456789'

@@ -159,9 +159,10 @@ describe('the client package', () => {
     if (dir !== '') rmSync(dir, { recursive: true, force: true })
   })
 
-  test('the tarball holds a fresh build, the README and package.json, nothing else', () => {
+  test('the tarball holds a fresh build, the README, the licence and package.json, nothing else', () => {
     assert.equal(packed.filename, 'petstore-client-1.0.0.tgz')
     assert.deepEqual(packed.files.map((f) => f.path).sort(), [
+      'LICENSE',
       'README.md',
       'dist/index.d.ts',
       'dist/index.js',
@@ -180,6 +181,7 @@ describe('the client package', () => {
         name: installed.name,
         version: installed.version,
         type: installed.type,
+        license: installed.license,
         exports: installed.exports,
         dependencies: installed.dependencies,
       },
@@ -187,6 +189,7 @@ describe('the client package', () => {
         name: '@petstore/client',
         version: versionIn('.'),
         type: 'module',
+        license: 'MIT',
         exports: {
           '.': { types: './dist/index.d.ts', import: './dist/index.js' },
           './package.json': './package.json',

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { ConfigError, loadConfig } from '../src/config.js'
+import { ConfigError, loadConfig, unknownSettingWarnings } from '../src/config.js'
 import { tempDir } from './support/workspace.js'
 
 test('.env supplies settings; the real environment wins over it', (t) => {
@@ -60,4 +60,28 @@ test('a deprecation instant after the sunset is refused', () => {
     message:
       'invalid configuration:\n  PETSTORE_GETPET_DEPRECATED_AT must not be after the sunset 2030-12-05T00:00:00.000Z',
   })
+})
+
+test('a PETSTORE_ variable that is no setting is named, with the setting it is closest to', (t) => {
+  const path = join(tempDir(t), '.env')
+  writeFileSync(path, 'PETSTORE_LOG_LEVL=debug\n')
+  assert.deepEqual(
+    unknownSettingWarnings(
+      {
+        PETSTORE_DATABSE_URL: 'sqlite:/srv/pets.db',
+        PETSTORE_FAVOURITE_PET: 'cat',
+        PETSTORE_PORT: '8080',
+        PETSTORE_RATE_LIMIT_MAX: '10',
+        PETSTORE_COMPILE_CACHE: '/tmp/cache',
+        PATH: '/usr/bin',
+      },
+      path,
+    ),
+    [
+      'unknown setting PETSTORE_DATABSE_URL is ignored; did you mean PETSTORE_DATABASE_URL? (petstore serve --help lists them)',
+      'unknown setting PETSTORE_FAVOURITE_PET is ignored (petstore serve --help lists them)',
+      'unknown setting PETSTORE_LOG_LEVL is ignored; did you mean PETSTORE_LOG_LEVEL? (petstore serve --help lists them)',
+      'unknown setting PETSTORE_PORT is ignored (petstore serve --help lists them)',
+    ],
+  )
 })

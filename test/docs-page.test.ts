@@ -148,7 +148,9 @@ describe('GET /docs', () => {
     await visible(store.getByText('Store', { exact: true }), 'the group "Store"')
     await visible(pets.getByText('Pets', { exact: true }), 'the group "Pets"')
     await visible(
-      store.getByRole('menuitem', { name: 'orders', exact: true }).getByText('orders'),
+      store
+        .getByRole('menuitem', { name: 'orders', exact: true })
+        .getByText('orders', { exact: true }),
       'the tag "orders" in "Store"',
     )
     const petsTag = pets.getByRole('menuitem', { name: 'animals', exact: true })
@@ -157,7 +159,7 @@ describe('GET /docs', () => {
     assert.equal(await page.getByRole('menuitem', { name: 'animals', exact: true }).count(), 1)
 
     const summaries = ['List all animals', 'Add an animal', 'Get an animal']
-    for (const summary of summaries) {
+    for (const summary of [...summaries, 'List store orders']) {
       await visible(page.locator('h2', { hasText: summary }).first(), `the operation "${summary}"`)
     }
     const deprecated = await page.locator('h2').filter({ hasText: 'Deprecated' }).allTextContents()

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import SwaggerParser from '@apidevtools/swagger-parser'
-import { isInteger, parse } from 'lossless-json'
+import { isInteger, parse, stringify } from 'lossless-json'
 import { errorCodes } from '../src/errors.js'
 import { componentSchemas } from '../src/pets/schemas.js'
 import { createPet, json, testApp } from './support/app.js'
@@ -48,36 +48,73 @@ describe('GET /v1/openapi.json', () => {
     assert.equal(at(doc, 'info').version, '1.0.0')
   })
 
-  test('has exactly the three operations, at paths relative to servers ending in /v1', async (t) => {
+  test('has exactly the four operations, at paths relative to servers ending in /v1', async (t) => {
     const { doc } = await fetchDocument(t)
     const paths = at(doc, 'paths')
-    // Internal routes (/healthz, /readyz, /openapi.json, /store/orders, /docs) are not documented.
-    assert.deepEqual(Object.keys(paths).sort(), ['/pets', '/pets/{petId}'])
+    // Internal routes (/healthz, /readyz, /openapi.json, /docs) are not documented.
+    assert.deepEqual(Object.keys(paths).sort(), ['/pets', '/pets/{petId}', '/store/orders'])
     assert.deepEqual(Object.keys(at(doc, 'paths', '/pets')).sort(), ['get', 'post'])
     assert.deepEqual(Object.keys(at(doc, 'paths', '/pets/{petId}')), ['get'])
+    assert.deepEqual(Object.keys(at(doc, 'paths', '/store/orders')), ['get'])
 
     const ops = [
-      ['/pets', 'get', 'listPets', 'List all animals'],
-      ['/pets', 'post', 'createPet', 'Add an animal'],
-      ['/pets/{petId}', 'get', 'getPet', 'Get an animal'],
+      ['/pets', 'get', 'listPets', 'List all animals', 'animals'],
+      ['/pets', 'post', 'createPet', 'Add an animal', 'animals'],
+      ['/pets/{petId}', 'get', 'getPet', 'Get an animal', 'animals'],
+      ['/store/orders', 'get', 'listOrders', 'List store orders', 'orders'],
     ] as const
-    for (const [path, method, operationId, summary] of ops) {
+    for (const [path, method, operationId, summary, tag] of ops) {
       const op = at(doc, 'paths', path, method)
       assert.equal(op.operationId, operationId)
       assert.equal(op.summary, summary)
-      assert.deepEqual(op.tags, ['animals'])
+      assert.deepEqual(op.tags, [tag])
       assert.equal(op.deprecated === true, operationId === 'getPet', `${operationId} deprecated`)
     }
     const text = JSON.stringify(doc)
-    for (const internal of ['/healthz', '/readyz', '/openapi.json', '/store/orders', '/docs']) {
+    for (const internal of ['/healthz', '/readyz', '/openapi.json', '/docs']) {
       assert.equal(text.includes(`"${internal}`), false, `${internal} must not appear as a path`)
     }
   })
 
+  test('GET /store/orders: its answers as the service gives them, 501 the only outcome of a valid request', async (t) => {
+    const { app, doc } = await fetchDocument(t)
+    const op = at(doc, 'paths', '/store/orders', 'get')
+    assert.equal(op.parameters, undefined)
+    assert.equal(op.requestBody, undefined)
+    const responses = at(op, 'responses')
+    assert.deepEqual(Object.keys(responses), ['400', '401', '429', '500', '501', '503', 'default'])
+    for (const [status, response] of Object.entries(responses)) {
+      assert.deepEqual(at(response, 'content', 'application/json').schema, ref('Error'), status)
+    }
+    assert.equal(at(responses, '401', 'headers', 'WWW-Authenticate').required, true)
+    assert.equal(at(responses, '429', 'headers', 'Retry-After').required, true)
+
+    // What the document says is what the service answers (each inject is also checked against
+    // the document by test/support/conformance.ts).
+    const unauthenticated = await app.app.inject({ method: 'GET', url: '/v1/store/orders' })
+    assert.equal(unauthenticated.statusCode, 401)
+    assert.equal(unauthenticated.headers['www-authenticate'], 'Bearer realm="petstore"')
+    assert.equal((json(unauthenticated) as Obj).code, 'unauthorized')
+    const res = await app.call({ method: 'GET', url: '/v1/store/orders?limit=5' })
+    assert.equal(res.statusCode, 501)
+    assert.deepEqual(json(res), {
+      code: 'not_implemented',
+      message: 'store orders are not implemented by this service',
+      status: 501,
+    })
+    const badHost = await app.call({
+      method: 'GET',
+      url: '/v1/store/orders',
+      headers: { host: 'a b' },
+    })
+    assert.equal(badHost.statusCode, 400)
+    assert.equal((json(badHost) as Obj).code, 'invalid_request')
+  })
+
   test('root tags, tag groups, servers from configuration, and bearer security', async (t) => {
     const { doc } = await fetchDocument(t)
-    // Every operation is under the one tag "animals"; "orders" only describes the orders path
-    // the interface refers to, so that each group shows something and each operation once.
+    // The interface's operations are under its one tag "animals"; "orders" holds the orders
+    // operation it refers to, so that each group shows something and each operation once.
     assert.deepEqual(
       (doc.tags as Obj[]).map((tag) => tag.name),
       ['animals', 'orders'],
@@ -105,6 +142,7 @@ describe('GET /v1/openapi.json', () => {
       type: 'string',
       enum: [...errorCodes],
       description: 'Machine-readable error code.',
+      example: 'not_found',
     })
     assert.deepEqual(at(error, 'properties', 'message').type, 'string')
     assert.deepEqual(at(error, 'properties', 'status').type, 'integer')
@@ -223,8 +261,9 @@ describe('GET /v1/openapi.json', () => {
       ['NewPet', newPet, 'categoryId'],
     ] as const) {
       const prop = at(exact, 'components', 'schemas', name, 'properties', field)
-      const { description: _d, ...range } = prop
+      const { description: _d, example, ...range } = prop
       assert.deepEqual(range, field === 'id' ? { ...int64, minimum: 1 } : int64, `${name}.${field}`)
+      assert.equal(example, field === 'id' ? 1 : 12, `${name}.${field} example`)
       assert.ok(at(schema, 'properties', field))
     }
     assert.deepEqual(pet.required, ['id', 'name', 'categoryId'])
@@ -237,12 +276,25 @@ describe('GET /v1/openapi.json', () => {
     const { app, exact } = await fetchDocument(t)
     const newPet = at(exact, 'components', 'schemas', 'NewPet')
     assert.equal(newPet.additionalProperties, false)
-    const name = at(newPet, 'properties', 'name')
-    assert.equal(name.maxLength, 255)
-    assert.equal(name.minLength, 1)
-    assert.equal(name.pattern, '[^\\p{White_Space}]')
+    // Two whole string schemas, each with its own pattern: generators keep both (orval's zod
+    // writes `.and(...)`), and neither needs a regex engine in Unicode mode.
+    const [text, storable] = at(newPet, 'properties', 'name').allOf as Obj[]
+    assert.deepEqual(text, {
+      type: 'string',
+      minLength: 1,
+      maxLength: 255,
+      pattern:
+        '[^\\u0009-\\u000D\\u0020\\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]',
+      'x-pattern-message': 'must contain a character that is not white space',
+    })
+    assert.deepEqual(storable, {
+      type: 'string',
+      maxLength: 255,
+      pattern: '^[^\\u0000]*$',
+      'x-pattern-message': 'must not contain the character U+0000',
+    })
     // Byte for byte the route's schema, with the nested PetStatus hoisted to a $ref.
-    const source = structuredClone(componentSchemas.NewPet) as Obj
+    const source = parse(stringify(componentSchemas.NewPet) as string, null, exactNumber) as Obj
     at(source, 'properties').status = ref('PetStatus')
     assert.deepEqual(newPet, source)
 
@@ -256,6 +308,11 @@ describe('GET /v1/openapi.json', () => {
       ],
       [{ name: 'x'.repeat(256), categoryId: 1 }, "field 'name' must be 1 to 255 characters long"],
       [{ name: 'Rex' }, "missing required field 'categoryId'"],
+      [{ name: 'a\u0000b', categoryId: 1 }, "field 'name' must not contain the character U+0000"],
+      [
+        { name: '\u3000', categoryId: 1 },
+        "field 'name' must contain a character that is not white space",
+      ],
     ]
     for (const [body, message] of forbidden) {
       const res = await createPet(app, body)

@@ -75,7 +75,7 @@ export async function registerOpenApi(app: FastifyInstance, opts: OpenApiOptions
         {
           name: 'orders',
           description:
-            'Store orders (`GET /v1/store/orders`) are referred to by the interface but not defined by it; this service answers them 501 `not_implemented`.',
+            'Store orders are referred to by the interface but not defined by it: `GET /store/orders` answers 501 `not_implemented`.',
         },
       ],
       components: {

@@ -13,6 +13,7 @@ const IdempotencyHeaders = Type.Object({
       'x-pattern-message': 'must be visible ASCII characters, without spaces',
       description:
         'Makes the request safe to retry: a retry with the same key and body within 24 hours returns the original pet instead of creating another.',
+      examples: ['9b2f6c1e-4d7a-4f3b-8e5d-2a1c0b9f8e7d'],
     }),
   ),
 })
@@ -76,4 +77,23 @@ export const getPetSchema = {
     },
     headers.deprecation,
   ),
+}
+
+/**
+ * The orders operation the interface refers to without defining its parameters, payloads or
+ * behaviour: declared so clients, mocks and the reference page know it and its only answers.
+ */
+export const listOrdersSchema = {
+  operationId: 'listOrders',
+  summary: 'List store orders',
+  description:
+    'Referred to by the interface, which defines none of its parameters, payloads or behaviour: this service answers it 501 `not_implemented`.',
+  tags: ['orders'],
+  response: operationResponses({
+    // No parameter or body is read; only a malformed request (e.g. its Host header) is refused.
+    400: errorResponse('The request is malformed, e.g. its `Host` header names no host.'),
+    401: errorResponse('API key missing or invalid.', headers.challenge),
+    429: errorResponse('Rate limit exceeded.', headers.retryAfter),
+    501: errorResponse('Store orders are not implemented by this service.'),
+  }),
 }

@@ -6,7 +6,7 @@ import { authenticatedKey } from '../auth/authenticate.js'
 import type { Outcome } from '../http/envelope.js'
 import { sendOutcome } from '../http/error-handling.js'
 import type { Caller, PetOperations } from './operations.js'
-import { createPetSchema, getPetSchema, listPetsSchema } from './route-schemas.js'
+import { createPetSchema, getPetSchema, listOrdersSchema, listPetsSchema } from './route-schemas.js'
 import type { ListPetsQueryType } from './schemas.js'
 import { newPetOf } from './service.js'
 
@@ -76,7 +76,7 @@ export async function petRoutes(app: FastifyInstance, ops: PetOperations): Promi
 
   app.get(
     '/v1/store/orders',
-    { config: { operation: 'listOrders' }, schema: { hide: true } },
+    { config: { operation: 'listOrders' }, schema: listOrdersSchema },
     async () => ops.listOrders(),
   )
 }

@@ -3,7 +3,7 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox'
 import { type ErrorCode, errorCodes } from '../errors.js'
 import { type PetStatus as PetStatusValue, petStatuses } from '../storage/store.js'
-import { CURSOR_MALFORMED, CURSOR_PATTERN, MAX_CURSOR_LENGTH } from './cursor.js'
+import { CURSOR_MALFORMED, CURSOR_PATTERN, encodeCursor, MAX_CURSOR_LENGTH } from './cursor.js'
 
 export const INT64_MIN = -(2n ** 63n)
 export const INT64_MAX = 2n ** 63n - 1n
@@ -13,7 +13,9 @@ export const INT64_MAX = 2n ** 63n - 1n
  * bounds are BigInts too: the validator compares them exactly and the document is written with
  * every digit (src/http/openapi.ts).
  */
-export const Int64 = (options: { description?: string; minimum?: bigint } = {}) =>
+export const Int64 = (
+  options: { description?: string; minimum?: bigint; example?: bigint; examples?: bigint[] } = {},
+) =>
   Type.Unsafe<bigint>({
     type: 'integer',
     format: 'int64',
@@ -27,27 +29,72 @@ export const MAX_PAGE_SIZE = 100
 /** The longest `message` of an Error body; a name it repeats from the request is cut short. */
 export const MAX_ERROR_MESSAGE_LENGTH = 1024
 
+/**
+ * The examples the document gives. Integers stay within 2^53, so tools that read the document
+ * with JSON.parse (Redoc, Prism, most generators) show them exactly; `PET_ID` is the first id a
+ * store assigns, so the examples work in order on an empty store (list, create, then get).
+ */
+export const EXAMPLE = {
+  PET_ID: 1n,
+  CATEGORY_ID: 12n,
+  NAME: 'Rex',
+  STATUS: 'available',
+} as const
+
 export const PetStatus = Type.Unsafe<PetStatusValue>({
   type: 'string',
   enum: [...petStatuses],
   title: 'PetStatus',
   description: 'Availability of the animal.',
+  example: EXAMPLE.STATUS,
 })
 
-const petName = Type.String({
-  minLength: 1,
-  maxLength: 255,
-  // At least one character that is not Unicode White_Space.
-  pattern: '[^\\p{White_Space}]',
-  'x-pattern-message': 'must contain a character that is not white space',
-  description:
-    "The animal's name: 1 to 255 Unicode code points, not only white space, without U+0000.",
+/**
+ * Unicode White_Space (U+0009 to U+000D, U+0020, U+0085, U+00A0, U+1680, U+2000 to U+200A,
+ * U+2028, U+2029, U+202F, U+205F, U+3000), written out: `\p{White_Space}` means it only to a
+ * regex engine in Unicode mode, and generated clients compile patterns without the `u` flag. All
+ * of it is in the BMP, so a class of it matches alike with and without the flag.
+ */
+export const WHITE_SPACE_CLASS =
+  '\\u0009-\\u000D\\u0020\\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000'
+/** At least one character that is not White_Space. */
+export const NOT_ONLY_WHITE_SPACE = `[^${WHITE_SPACE_CLASS}]`
+/** PostgreSQL text cannot hold U+0000; refusing it on every store keeps them alike. */
+export const WITHOUT_U0000 = '^[^\\u0000]*$'
+
+const NAME_MAX = 255
+/**
+ * Two whole string schemas under `allOf`, each with its own pattern and message: the validator
+ * checks the length, then white space, then U+0000, and generators that read `allOf` of strings
+ * (orval's zod: `.and(...)`) keep both rules.
+ */
+const petName = Type.Unsafe<string>({
+  description: `The animal's name: 1 to ${NAME_MAX} Unicode code points, not only white space, without U+0000.`,
+  example: EXAMPLE.NAME,
+  allOf: [
+    {
+      type: 'string',
+      minLength: 1,
+      maxLength: NAME_MAX,
+      pattern: NOT_ONLY_WHITE_SPACE,
+      'x-pattern-message': 'must contain a character that is not white space',
+    },
+    {
+      type: 'string',
+      maxLength: NAME_MAX,
+      pattern: WITHOUT_U0000,
+      'x-pattern-message': 'must not contain the character U+0000',
+    },
+  ],
 })
 
 export const NewPet = Type.Object(
   {
     name: petName,
-    categoryId: Int64({ description: 'Identifier of the category the animal belongs to.' }),
+    categoryId: Int64({
+      description: 'Identifier of the category the animal belongs to.',
+      example: EXAMPLE.CATEGORY_ID,
+    }),
     status: Type.Optional(PetStatus),
   },
   { title: 'NewPet', additionalProperties: false },
@@ -59,9 +106,13 @@ export const Pet = Type.Object(
     id: Int64({
       description: 'Unique identifier, assigned by the service on creation.',
       minimum: 1n,
+      example: EXAMPLE.PET_ID,
     }),
     name: petName,
-    categoryId: Int64({ description: 'Identifier of the category the animal belongs to.' }),
+    categoryId: Int64({
+      description: 'Identifier of the category the animal belongs to.',
+      example: EXAMPLE.CATEGORY_ID,
+    }),
     status: Type.Optional(PetStatus),
   },
   { title: 'Pet', additionalProperties: false },
@@ -75,16 +126,19 @@ export const ErrorSchema = Type.Object(
       type: 'string',
       enum: [...errorCodes],
       description: 'Machine-readable error code.',
+      example: 'not_found',
     }),
     message: Type.String({
       maxLength: MAX_ERROR_MESSAGE_LENGTH,
       description: 'Human-readable description.',
+      example: `no pet with id ${EXAMPLE.PET_ID}`,
     }),
     status: Type.Integer({
       format: 'int32',
       minimum: 400,
       maximum: 599,
       description: 'The HTTP status code of the response.',
+      example: 404,
     }),
   },
   { title: 'Error', additionalProperties: false },
@@ -98,22 +152,25 @@ export const ListPetsQuery = Type.Object({
       maximum: MAX_PAGE_SIZE,
       default: 20,
       description: 'Maximum number of animals returned.',
+      examples: [50],
     }),
   ),
-  status: Type.Optional(PetStatus),
+  // `examples` of a parameter's schema becomes the parameter's own `example` in the document.
+  status: Type.Optional(Type.Unsafe<PetStatusValue>({ ...PetStatus, examples: [EXAMPLE.STATUS] })),
   cursor: Type.Optional(
     Type.String({
       maxLength: MAX_CURSOR_LENGTH,
       pattern: CURSOR_PATTERN,
       'x-pattern-message': CURSOR_MALFORMED,
       description: 'Opaque position from the `Link: rel="next"` header of the previous page.',
+      examples: [encodeCursor(EXAMPLE.PET_ID)],
     }),
   ),
 })
 export type ListPetsQueryType = { limit: number; status?: PetStatusValue; cursor?: string }
 
 export const PetIdParams = Type.Object({
-  petId: Int64({ description: 'Identifier of the animal.' }),
+  petId: Int64({ description: 'Identifier of the animal.', examples: [EXAMPLE.PET_ID] }),
 })
 
 /** The named schemas that become `components.schemas` of the OpenAPI document. */

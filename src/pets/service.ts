@@ -34,14 +34,6 @@ export function newPetOf(body: NewPetBody): NewPet {
   return pet
 }
 
-/** PostgreSQL text cannot hold U+0000; refusing it on every store keeps them alike. */
-export function isStorableName(name: string): boolean {
-  return !name.includes('\u0000')
-}
-
-const unstorableName = () =>
-  new ApiError('invalid_request', "field 'name' must not contain the character U+0000")
-
 /** Claims whose release failed, remembered at most; past it the oldest go (their lease ends them). */
 const MAX_UNRELEASED = 10_000
 
@@ -72,8 +64,7 @@ export class PetService {
 
   /** create without an Idempotency-Key, settled through callbacks: no promise per create. */
   createThen(pet: NewPet, created: (pet: Pet) => void, failed: (err: unknown) => void): void {
-    if (!isStorableName(pet.name)) failed(unstorableName())
-    else if (this.store.createPetThen) this.store.createPetThen(pet, created, failed)
+    if (this.store.createPetThen) this.store.createPetThen(pet, created, failed)
     else this.store.createPet(pet).then(created, failed)
   }
 
@@ -84,7 +75,6 @@ export class PetService {
   }
 
   async create(pet: NewPet, apiKeyId: string, idempotencyKey?: string): Promise<CreateResult> {
-    if (!isStorableName(pet.name)) throw unstorableName()
     if (idempotencyKey === undefined) {
       return { pet: await this.store.createPet(pet), replayed: false }
     }
