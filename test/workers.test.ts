@@ -318,7 +318,10 @@ describe('serve --workers on SQLite', () => {
       PETSTORE_API_KEYS: KEY,
     })
     assert.equal(res.code, 1, res.stderr)
-    assert.match(res.stderr, /^petstore: bind EADDRINUSE 127\.0\.0\.1:\d+$/m)
+    assert.match(
+      res.stderr,
+      /^petstore: the API cannot listen on 127\.0\.0\.1:(\d+) \(bind EADDRINUSE 127\.0\.0\.1:\1\); set PORT to another port$/m,
+    )
     assert.doesNotMatch(res.stdout, /petstore listening/)
     const failed = parseLogLines(res.stdout).filter((l) => l.msg.startsWith('worker failed'))
     assert.ok(failed.length >= 1)
