@@ -7,7 +7,9 @@
 //
 // Layout: dist/main.js is the `petstore` executable (src/cli/launch.ts), which runs the bundle
 // dist/petstore.cjs through V8's code cache; dist/writer-thread.js is the SQLite writer thread's
-// entry, beside the bundle, where src/storage/sqlite/writer.ts looks for it.
+// entry, beside the bundle, where src/storage/sqlite/writer.ts looks for it. The /docs page serves
+// dist/redoc.standalone.js, a copy of the redoc package's browser bundle (src/http/docs-page.ts),
+// so that the container image ships this one file instead of redoc and its dependencies.
 //
 // Why CommonJS for the bundle: a code cache can be given to vm.Script, which compiles scripts, not
 // ES modules (Node 20 has no cache for those). One file, as CommonJS cannot split into chunks: the
@@ -15,6 +17,7 @@
 import { createHash } from 'node:crypto'
 import {
   chmodSync,
+  copyFileSync,
   existsSync,
   readdirSync,
   readFileSync,
@@ -22,6 +25,7 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs'
+import { createRequire } from 'node:module'
 import { join, relative, resolve } from 'node:path'
 import { type BuildOptions, build } from 'esbuild'
 
@@ -124,4 +128,8 @@ await build({
   },
 })
 chmodSync(join(OUT, 'main.js'), 0o755)
+copyFileSync(
+  createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js'),
+  join(OUT, 'redoc.standalone.js'),
+)
 writeFileSync(STAMP, digest)

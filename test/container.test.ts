@@ -1,13 +1,14 @@
 // The Containerfile and compose.yaml, run for real with podman: the image is built from the
 // repository's .containerignore'd context, serves from a volume that outlives its container, drains
 // on SIGTERM and exits 0; compose.yaml's two instances on PostgreSQL and Redis answer through
-// nginx. Without a registry, the official base images are test stand-ins made by
-// scripts/base-image.sh (docs/containers.md). A machine where podman cannot run fails this test;
-// it is never skipped.
+// nginx. The official base images are pulled; where no registry answers, test stand-ins made by
+// scripts/base-image.sh take their names (docs/containers.md). A machine where podman cannot run
+// fails this test; it is never skipped.
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { before, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -20,6 +21,15 @@ const PACKAGE = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as 
   license: string
 }
 const CONTAINERFILE = readFileSync(join(ROOT, 'Containerfile'), 'utf8')
+const COMPOSE = readFileSync(join(ROOT, 'compose.yaml'), 'utf8')
+const LOCK = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
+  packages: Record<string, { version: string }>
+}
+/** The base image that the Containerfile names, and the official images that compose.yaml runs. */
+const NODE_IMAGE = /^ARG NODE_IMAGE=(\S+)$/m.exec(CONTAINERFILE)?.[1] ?? 'no ARG NODE_IMAGE'
+const COMPOSE_IMAGES = [...COMPOSE.matchAll(/^ {4}image: (docker\.io\/library\/\S+)$/gm)].map(
+  (m) => m[1]!,
+)
 /** Podman's settings for the test (runc, no default ulimits), so /etc needs no hand edits. */
 const ENV: NodeJS.ProcessEnv = {
   ...process.env,
@@ -147,9 +157,44 @@ async function assertPodmanRuns(): Promise<void> {
 
 // ---------------------------------------------------------------- images
 
-/** Stand-ins of the official images, for hosts without a registry: made once, then reused. */
-function standIns(names: string[]): Promise<string> {
-  return ok(['sh', join(ROOT, 'scripts/base-image.sh'), ...names], { timeoutMs: 15 * MINUTE })
+/**
+ * The label of the stand-ins that scripts/base-image.sh makes (its value: a digest of the recipe),
+ * and the one that stand-ins made before it was named so carry.
+ */
+const STAND_IN_LABELS = ['org.petstore.stand-in', 'petstore.stand-in']
+
+/** An image in local storage: its ID and whether it is a stand-in; null when there is none. */
+async function localImage(ref: string): Promise<{ id: string; standIn: boolean } | null> {
+  const r = await run(['podman', 'image', 'inspect', '--format', '{{.Id}} {{json .Labels}}', ref])
+  if (r.code !== 0) return null
+  const [id = '', labels = 'null'] = r.stdout.trim().split(/ (.*)/)
+  const present = Object.keys((JSON.parse(labels) as Record<string, string> | null) ?? {})
+  return { id, standIn: STAND_IN_LABELS.some((label) => present.includes(label)) }
+}
+
+/**
+ * The official images, each pulled unless a real one is here already. Only where the pull fails
+ * (no registry answers) does a stand-in of scripts/base-image.sh take the name: made once, then
+ * reused while its recipe is the same. A stand-in that a pulled image replaces is removed.
+ */
+async function baseImages(refs: string[]): Promise<void> {
+  for (const ref of refs) {
+    const before = await localImage(ref)
+    if (before && !before.standIn) continue
+    const pulled = await run(['podman', 'pull', '--quiet', ref], { timeoutMs: 5 * MINUTE })
+    if (pulled.code === 0) {
+      if (before) await run(['podman', 'rmi', before.id])
+      continue
+    }
+    // node, postgres, redis or nginx: the stand-in's recipe in test/support/stand-in-images/.
+    const name = /^docker\.io\/library\/([a-z]+):/.exec(ref)?.[1] ?? ref
+    await ok(['sh', join(ROOT, 'scripts/base-image.sh'), name], { timeoutMs: 15 * MINUTE })
+    assert.equal(
+      (await localImage(ref))?.standIn,
+      true,
+      `scripts/base-image.sh ${name} made ${ref}`,
+    )
+  }
 }
 
 /** The host's CA bundle, given to npm in the build (a TLS-inspecting proxy's, say). */
@@ -180,15 +225,7 @@ function contextFiles(): string[] {
  * version: podman's own layer cache would find every layer, but only after hashing them all.
  */
 async function buildImage(): Promise<'built' | 'unchanged'> {
-  const base = (
-    await podman([
-      'image',
-      'inspect',
-      '--format',
-      '{{.Id}}',
-      'docker.io/library/node:24-bookworm-slim',
-    ])
-  ).trim()
+  const base = (await podman(['image', 'inspect', '--format', '{{.Id}}', NODE_IMAGE])).trim()
   const hash = createHash('sha256').update(`${base}\0${PACKAGE.version}\0`)
   for (const file of contextFiles()) hash.update(`${file}\0`).update(readFileSync(join(ROOT, file)))
   const digest = hash.digest('hex')
@@ -197,17 +234,19 @@ async function buildImage(): Promise<'built' | 'unchanged'> {
     'image',
     'inspect',
     '--format',
-    CONTEXT_LABEL_FORMAT,
+    `{{.Id}} ${CONTEXT_LABEL_FORMAT}`,
     IMAGE,
   ])
-  if (existing.code === 0 && existing.stdout.trim() === digest) return 'unchanged'
+  const [existingId, existingDigest] = existing.stdout.trim().split(' ')
+  if (existing.code === 0 && existingDigest === digest) return 'unchanged'
 
   const ca = await npmCaBundle()
   await podman(
     [
       'build',
-      // Docker's format keeps HEALTHCHECK; OCI's has no field for it.
-      ...['--format', 'docker', '--layers'],
+      // Docker's format keeps HEALTHCHECK; OCI's has no field for it. No intermediate image of
+      // each step is kept: an unchanged context is not built again (above).
+      ...['--format', 'docker', '--layers=false'],
       ...['--build-arg', `VERSION=${PACKAGE.version}`],
       ...(ca ? ['--secret', `id=npm_ca,src=${ca}`] : []),
       ...['--label', `${CONTEXT_LABEL}=${digest}`],
@@ -215,6 +254,8 @@ async function buildImage(): Promise<'built' | 'unchanged'> {
     ],
     { timeoutMs: 20 * MINUTE },
   )
+  // The image this build replaced, now without a name.
+  if (existing.code === 0 && existingId) await run(['podman', 'rmi', existingId])
   return 'built'
 }
 
@@ -251,6 +292,93 @@ function ready(origin: string, timeoutMs: number, explain: () => Promise<string>
   )
 }
 
+/** The redoc bundle as the /docs page serves it: the Redocly logo left blank (test/docs-page). */
+function servedRedocBundle(): Buffer {
+  const path = createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js')
+  return Buffer.from(
+    readFileSync(path, 'utf8').replace(
+      'https://cdn.redoc.ly/redoc/logo-mini.svg',
+      "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg'/%3E",
+    ),
+  )
+}
+
+/** Each installed package of the image's /app/node_modules, as `name@version`. */
+const LIST_PACKAGES = `
+const fs = require('node:fs')
+const found = new Set()
+const visit = (dir) => {
+  for (const name of fs.readdirSync(dir)) {
+    if (name.startsWith('.')) continue
+    if (name.startsWith('@')) for (const sub of fs.readdirSync(dir + '/' + name)) add(dir + '/' + name + '/' + sub)
+    else add(dir + '/' + name)
+  }
+}
+const add = (path) => {
+  if (!fs.existsSync(path + '/package.json')) return
+  const { name, version } = JSON.parse(fs.readFileSync(path + '/package.json', 'utf8'))
+  found.add(name + '@' + version)
+  if (fs.existsSync(path + '/node_modules')) visit(path + '/node_modules')
+}
+visit('/app/node_modules')
+console.log(JSON.stringify([...found].sort()))
+`
+
+interface CycloneDxComponent {
+  'bom-ref': string
+  type: string
+  name: string
+  version: string
+  purl: string
+  properties: { name: string; value: string }[]
+}
+
+/**
+ * /app/sbom.cdx.json is a CycloneDX SBOM of the service: one component for each package in
+ * /app/node_modules, at the version installed, and redoc as the one file of it that is shipped.
+ */
+async function assertSbom(): Promise<void> {
+  const sbom = JSON.parse(
+    await podman(['run', '--rm', '--entrypoint', 'cat', IMAGE, '/app/sbom.cdx.json']),
+  ) as {
+    bomFormat: string
+    specVersion: string
+    metadata: { component: { name: string; version: string; type: string } }
+    components: CycloneDxComponent[]
+    dependencies: { ref: string; dependsOn: string[] }[]
+  }
+  assert.equal(sbom.bomFormat, 'CycloneDX')
+  assert.match(sbom.specVersion, /^1\.\d+$/)
+  const { name, version, type } = sbom.metadata.component
+  assert.deepEqual(
+    { name, version, type },
+    { name: 'petstore', version: PACKAGE.version, type: 'application' },
+  )
+
+  const installed = JSON.parse(
+    await podman(['run', '--rm', '--entrypoint', 'node', IMAGE, '-e', LIST_PACKAGES]),
+  ) as string[]
+  const fastify = `fastify@${LOCK.packages['node_modules/fastify']!.version}`
+  assert.ok(installed.includes(fastify), `the image holds ${fastify}`)
+  const redoc = `redoc@${LOCK.packages['node_modules/redoc']!.version}`
+  assert.ok(!installed.some((p) => p.startsWith('redoc@')), 'redoc is not in node_modules')
+  assert.deepEqual(
+    sbom.components.map((c) => c['bom-ref']).sort(),
+    [...installed, redoc].sort(),
+    'the SBOM lists what node_modules holds, and redoc',
+  )
+  const listed = (ref: string) => sbom.components.find((c) => c['bom-ref'] === ref)
+  assert.deepEqual(
+    { name: listed(fastify)?.name, purl: listed(fastify)?.purl },
+    { name: 'fastify', purl: `pkg:npm/${fastify}` },
+  )
+  assert.deepEqual(listed(redoc)?.properties, [
+    { name: 'petstore:file', value: '/app/dist/redoc.standalone.js' },
+  ])
+  const root = sbom.dependencies.find((d) => d.ref === `petstore@${PACKAGE.version}`)
+  assert.ok(root?.dependsOn.includes(fastify) && root.dependsOn.includes(redoc))
+}
+
 // ---------------------------------------------------------------- files that must agree
 
 test('the image runs node with the bin’s flags, the version compose.yaml builds is package.json’s, and compose’s nginx proxies as deploy/nginx.conf', () => {
@@ -259,11 +387,16 @@ test('the image runs node with the bin’s flags, the version compose.yaml build
   assert.deepEqual(JSON.parse(entrypoint[1]!), ['node', ...NODE_FLAGS, '/app/dist/main.js'])
   assert.match(CONTAINERFILE, /^CMD \["serve"\]$/m)
   assert.match(CONTAINERFILE, /^FROM \$\{NODE_IMAGE\}$/m)
-  assert.match(CONTAINERFILE, /^ARG NODE_IMAGE=docker\.io\/library\/node:24-bookworm-slim$/m)
+  // Node.js 26, the Active LTS line, on Debian 13 as the official images for 26 are.
+  assert.equal(NODE_IMAGE, 'docker.io/library/node:26-trixie-slim')
+  assert.deepEqual(COMPOSE_IMAGES, [
+    'docker.io/library/postgres:15-bookworm',
+    'docker.io/library/redis:7.0-bookworm',
+    'docker.io/library/nginx:1.22',
+  ])
 
-  const compose = readFileSync(join(ROOT, 'compose.yaml'), 'utf8')
   assert.deepEqual(
-    [...compose.matchAll(/^ {6}VERSION: "(.*)"$/gm)].map((m) => m[1]),
+    [...COMPOSE.matchAll(/^ {6}VERSION: "(.*)"$/gm)].map((m) => m[1]),
     [PACKAGE.version],
   )
 
@@ -286,9 +419,9 @@ describe('the container image and compose.yaml, run with podman', { concurrency:
   // No timeout of its own: `podman info` is bounded by run(), and the rest only starts work.
   before(async () => {
     await assertPodmanRuns()
-    const base = standIns(['node'])
+    const base = baseImages([NODE_IMAGE])
     image = base.then(buildImage)
-    composeImages = base.then(() => standIns(['postgres', 'redis', 'nginx']))
+    composeImages = base.then(() => baseImages(COMPOSE_IMAGES))
     // Both tests wait for their part; a failure is reported by the test that needs it.
     image.catch(() => {})
     composeImages.catch(() => {})
@@ -327,6 +460,7 @@ describe('the container image and compose.yaml, run with podman', { concurrency:
     assert.equal(config.Labels['org.opencontainers.image.version'], PACKAGE.version)
     assert.equal(config.Labels['org.opencontainers.image.title'], 'petstore')
     assert.equal(config.Labels['org.opencontainers.image.licenses'], PACKAGE.license)
+    assert.equal(config.Labels['org.petstore.sbom'], '/app/sbom.cdx.json')
     assert.deepEqual(Object.keys(config.ExposedPorts).sort(), ['8080/tcp', '9464/tcp'])
     assert.deepEqual(Object.keys(config.Volumes), ['/data'])
     assert.equal(config.StopSignal, 'SIGTERM')
@@ -340,13 +474,14 @@ describe('the container image and compose.yaml, run with podman', { concurrency:
       Retries: 3,
     })
 
-    // The image is the `petstore` command; only the build's output is in /app.
+    // The image is the `petstore` command; only the build's output and its SBOM are in /app.
     assert.equal(await podman(['run', '--rm', IMAGE, '--version']), `${PACKAGE.version}\n`)
     assert.equal(await podman(['run', '--rm', '--entrypoint', 'id', IMAGE, '-u']), '1000\n')
     assert.equal(
       await podman(['run', '--rm', '--entrypoint', 'ls', IMAGE, '-A', '/app']),
-      'dist\nnode_modules\npackage.json\n',
+      'dist\nnode_modules\npackage.json\nsbom.cdx.json\n',
     )
+    await assertSbom()
 
     const volume = `petstore-test-${SUFFIX}`
     const names = [`petstore-test-${SUFFIX}-a`, `petstore-test-${SUFFIX}-b`]
@@ -386,12 +521,22 @@ describe('the container image and compose.yaml, run with podman', { concurrency:
       0,
       'the HEALTHCHECK passes once ready',
     )
-    // On Node.js 24 the Node-API driver: better-sqlite3 12, built on node::ObjectWrap, aborts the
-    // process when a statement is collected on 24.19 and later (src/storage/sqlite/driver.ts).
+    // Node.js 26 loads the Node-API driver: better-sqlite3 12, built on node::ObjectWrap, aborts
+    // the process when a statement is collected on 24.19 and later (src/storage/sqlite/driver.ts).
     const maps = await podman(['exec', names[0]!, 'cat', '/proc/1/maps'])
     assert.deepEqual(
       [...new Set(maps.match(/\/app\/node_modules\/\S+\.node$/gm))],
       ['/app/node_modules/better-sqlite3-napi/prebuilds/linux-x64.node'],
+    )
+
+    // The /docs page's script is the redoc package's bundle, shipped in dist/ without the package.
+    const script = await fetch(`${first}/docs/redoc.standalone.js`, {
+      headers: { 'accept-encoding': 'identity' },
+    })
+    assert.equal(script.status, 200)
+    assert.ok(
+      Buffer.from(await script.arrayBuffer()).equals(servedRedocBundle()),
+      'the image serves the redoc package’s bundle',
     )
 
     const created = await call(

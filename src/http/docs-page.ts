@@ -13,7 +13,9 @@ export interface DocsPageOptions {
 }
 
 const BUNDLE_URL = '/docs/redoc.standalone.js'
-const BUNDLE_PATH = createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js')
+/** `npm run build` copies the bundle into dist/, beside the service's: the image ships it alone. */
+const BUILT_BUNDLE = new URL('redoc.standalone.js', import.meta.url)
+const PACKAGE_BUNDLE = 'redoc/bundles/redoc.standalone.js'
 /** The sidebar footer of Redoc loads this logo from Redocly's CDN, the page's only outside call. */
 const CDN_LOGO = 'https://cdn.redoc.ly/redoc/logo-mini.svg'
 const BLANK_IMAGE = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg'/%3E"
@@ -90,6 +92,16 @@ function matchesEtag(request: FastifyRequest, etag: string): boolean {
   })
 }
 
+/** The built copy, or in a checkout run from src/ the redoc package's own file. */
+async function readBundle(): Promise<string> {
+  try {
+    return await readFile(BUILT_BUNDLE, 'utf8')
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+    return readFile(createRequire(import.meta.url).resolve(PACKAGE_BUNDLE), 'utf8')
+  }
+}
+
 export async function docsPage(app: FastifyInstance, opts: DocsPageOptions): Promise<void> {
   const html = page(opts.specUrl ?? '/v1/openapi.json')
   // Read and compressed once, on first use, so building an app stays cheap.
@@ -97,7 +109,7 @@ export async function docsPage(app: FastifyInstance, opts: DocsPageOptions): Pro
   const loadBundle = async (): Promise<Bundle> => {
     // Served with the logo left blank, so that opening the page calls no third party; the page
     // test fails if an upgrade of Redoc brings another outside call.
-    const body = Buffer.from((await readFile(BUNDLE_PATH, 'utf8')).replace(CDN_LOGO, BLANK_IMAGE))
+    const body = Buffer.from((await readBundle()).replace(CDN_LOGO, BLANK_IMAGE))
     const gzipped = await promisify(gzip)(body)
     const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`
     return { body, gzipped, etag }

@@ -9,8 +9,12 @@ const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
 // biome-ignore lint/suspicious/noControlCharactersInRegex: JSON must escape exactly these.
 const CONTROL = /[\x00-\x1f]/
 
+/** From Node.js 25 on, pino's asString is JSON.stringify, which escapes lone surrogates. */
+const PINO_STRINGIFIES = Number(process.versions.node.split('.')[0]) >= 25
+
 /** A string as pino writes it (its asString): JSON.stringify only when long or with a control. */
 function jsonString(s: string): string {
+  if (PINO_STRINGIFIES) return JSON.stringify(s)
   if (PLAIN.test(s)) return `"${s}"`
   if (s.length > 100 || CONTROL.test(s)) return JSON.stringify(s)
   return `"${s.replace(/["\\]/g, '\\$&')}"`
