@@ -490,6 +490,3 @@ async function main(): Promise<void> {
 }
 
 await main()
-// Ends here rather than when nothing is left to run: the PgBouncer setup loads test/support, which
-// registers node:test hooks, and node:test would then print its report of no tests after ours.
-process.exit()

@@ -4,14 +4,13 @@ import { dirname, join, resolve } from 'node:path'
 import { createApiKey, generateApiKey } from './auth/api-keys.js'
 import type { Clock } from './clock.js'
 import type { Config } from './config.js'
+import { sqlitePathOf } from './storage/open-store.js'
 import type { Store } from './storage/store.js'
 
 /** Where the bootstrap key is written when there is no terminal to show it on. */
 export function bootstrapKeyPath(config: Pick<Config, 'bootstrapKeyFile' | 'databaseUrl'>): string {
   if (config.bootstrapKeyFile !== null) return resolve(config.bootstrapKeyFile)
-  const sqlitePath = config.databaseUrl.startsWith('sqlite:')
-    ? config.databaseUrl.slice('sqlite:'.length)
-    : ':memory:'
+  const sqlitePath = sqlitePathOf(config.databaseUrl) ?? ':memory:'
   return sqlitePath === ':memory:'
     ? resolve('bootstrap-key')
     : join(dirname(resolve(sqlitePath)), 'bootstrap-key')

@@ -401,11 +401,19 @@ const nullableWhenEmpty = new Set<keyof Config>([
 ])
 const emptyListWhenEmpty = new Set<keyof Config>(['apiKeys', 'corsOrigins'])
 
+/** The variables settings are read from: .env's, with the real environment winning over it. */
+function settingsSource(
+  env: Record<string, string | undefined>,
+  dotEnvPath: string | null,
+): Record<string, string | undefined> {
+  return { ...(dotEnvPath ? readDotEnv(resolve(dotEnvPath)) : {}), ...env }
+}
+
 export function loadConfig(
   env: Record<string, string | undefined> = process.env,
   dotEnvPath: string | null = '.env',
 ): Config {
-  const source = { ...(dotEnvPath ? readDotEnv(resolve(dotEnvPath)) : {}), ...env }
+  const source = settingsSource(env, dotEnvPath)
   const problems: string[] = []
   const config: Record<string, unknown> = {}
   for (const s of settings as readonly Setting<keyof Config>[]) {
@@ -437,7 +445,7 @@ export function unknownSettingWarnings(
   env: Record<string, string | undefined> = process.env,
   dotEnvPath: string | null = '.env',
 ): string[] {
-  const source = { ...(dotEnvPath ? readDotEnv(resolve(dotEnvPath)) : {}), ...env }
+  const source = settingsSource(env, dotEnvPath)
   const known = settings.map((s) => s.env as string)
   return Object.keys(source)
     .filter((name) => name.startsWith('PETSTORE_') && !known.includes(name))

@@ -4,6 +4,7 @@
 import { existsSync, linkSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
 import type { Command } from 'commander'
+import { sqlitePathOf } from '../storage/open-store.js'
 import {
   type BackupSummary,
   backupSqlite,
@@ -38,8 +39,8 @@ export function addBackupCommand(program: Command): void {
 
 /** The SQLite file to copy; any other store is refused, saying what to use instead. */
 function sqliteSource(url: string, file: string): string {
-  if (!url.startsWith('sqlite:')) throw new UsageError(postgresAdvice(url, file))
-  const path = url.slice('sqlite:'.length)
+  const path = sqlitePathOf(url)
+  if (path === null) throw new UsageError(postgresAdvice(url, file))
   if (path === ':memory:') {
     throw new UsageError(
       'the store is in memory (PETSTORE_DATABASE_URL=sqlite::memory:): no file to back up',

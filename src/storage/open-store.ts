@@ -6,6 +6,11 @@ export type StoreSettings = Pick<
   'databaseUrl' | 'databasePoolSize' | 'databaseTimeoutMs' | 'idempotencyKeysPerApiKey'
 >
 
+/** The SQLite file (or `:memory:`) a `sqlite:` database URL names; null for any other store. */
+export function sqlitePathOf(url: string): string | null {
+  return url.startsWith('sqlite:') ? url.slice('sqlite:'.length) : null
+}
+
 /** Opens (creating and migrating as needed) the store that the database URL names. */
 export async function openStore(
   settings: StoreSettings,
@@ -14,9 +19,10 @@ export async function openStore(
   const url = settings.databaseUrl
   // Each adapter and its driver are loaded only when used: loading pg and Kysely would slow every
   // start-up on SQLite (docs/performance.md).
-  if (url.startsWith('sqlite:')) {
+  const sqlitePath = sqlitePathOf(url)
+  if (sqlitePath !== null) {
     const { openSqliteStore } = await import('./sqlite/sqlite-store.js')
-    return openSqliteStore(url.slice('sqlite:'.length), {
+    return openSqliteStore(sqlitePath, {
       idempotencyKeysPerApiKey: settings.idempotencyKeysPerApiKey,
     })
   }
