@@ -7,6 +7,7 @@ import type { Socket } from 'node:net'
 import Fastify, {
   type FastifyInstance,
   type FastifyReply,
+  type FastifyRequest,
   type FastifyServerOptions,
 } from 'fastify'
 import type { Redis } from 'ioredis'
@@ -21,18 +22,21 @@ import { createFastLane, type FastLane } from './fast-lane/fast-lane.js'
 import { requestRules } from './fast-lane/requests.js'
 import { registerCors } from './http/cors.js'
 import { docsPage } from './http/docs-page.js'
+import { continueWhenRead, holdContinue } from './http/early-answer.js'
 import { unsupportedContentEncoding } from './http/edge.js'
 import { Envelope, errorOutcome } from './http/envelope.js'
 import { handleClientError, registerErrorHandling, sendOutcome } from './http/error-handling.js'
 import { createOriginOf, registerForwarding } from './http/forwarded.js'
 import { frontDoor } from './http/front-door.js'
 import { healthRoutes } from './http/health.js'
+import { enforceHttp2Limits, Http2Bodies } from './http/http2-limits.js'
 import { isAcceptedJsonCharset, parseJsonBody } from './http/json-body.js'
 import { serverWithLane } from './http/lane-server.js'
 import { registerOpenApi } from './http/openapi.js'
 import { requestId } from './http/request-id.js'
 import { RequestLogController } from './http/request-log.js'
 import { registerRootHooks } from './http/root-hooks.js'
+import { enforceSendLimits } from './http/send-deadline.js'
 import { serializerCompiler } from './http/serialization.js'
 import {
   closeHttp2SessionsOnClose,
@@ -40,12 +44,7 @@ import {
   tlsServerOptions,
   transportHeaders,
 } from './http/tls.js'
-import {
-  enforceHttp2Limits,
-  Http2Bodies,
-  http1Limits,
-  type TransportLimits,
-} from './http/transport-limits.js'
+import { http1Limits, type TransportLimits } from './http/transport-limits.js'
 import { Turn } from './http/turn.js'
 import { createValidatorCompiler } from './http/validation.js'
 import './http/types.js'
@@ -95,10 +94,11 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const app = createFastify(deps, envelope, laneOn ? () => lane : null)
   const originOf = createOriginOf(config.trustProxy)
   registerForwarding(app, originOf)
-  const compileValidator = registerBodies(app, watchHttp2(app, deps.tls, limitsOf(config)))
+  const compileValidator = registerBodies(app, enforceLimits(app, deps.tls, limitsOf(config)))
   registerErrorHandling(app, { isDraining })
-  const turn = new Turn(store)
-  registerRootHooks(app, { envelope, isDraining, turn, metrics })
+  const turn = new Turn(store, config.databaseTimeoutMs)
+  const { requestTimeoutMs } = config
+  registerRootHooks(app, { envelope, isDraining, turn, metrics, requestTimeoutMs })
   await registerCors(app, config.corsOrigins)
   const perKey = { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs }
   const perAddress = { max: config.authFailureLimitMax, windowMs: config.authFailureWindowMs }
@@ -209,20 +209,25 @@ function createFastify(
     if (!request.raw.complete) answeredEarly.set(request.raw.socket, request.raw)
     done()
   })
+  // Admission, the media type and the declared length are decided before any 100 Continue.
+  holdContinue(app.server)
   return app
 }
 
-/** HTTP/2 bodies late past the request timeout fail as they are read, so the routes answer 408. */
-function watchHttp2(
+/**
+ * The limits on what the server sends, and on HTTP/2 sessions: their bodies late past the request
+ * timeout fail as they are read, so the routes answer 408.
+ */
+function enforceLimits(
   app: FastifyInstance,
   tls: TlsMaterial | undefined,
   limits: TransportLimits,
 ): Http2Bodies | undefined {
+  const deadline = enforceSendLimits(app, limits)
   if (!tls?.http2) return undefined
   const bodies = new Http2Bodies()
-  enforceHttp2Limits(app.server as unknown as Http2SecureServer, limits, (stream) =>
-    bodies.stalled(stream),
-  )
+  const server = app.server as unknown as Http2SecureServer
+  enforceHttp2Limits(server, limits, (stream) => bodies.stalled(stream), deadline)
   closeHttp2SessionsOnClose(app)
   return bodies
 }
@@ -233,11 +238,8 @@ function registerBodies(app: FastifyInstance, http2Bodies: Http2Bodies | undefin
   app.setValidatorCompiler(compileValidator)
   app.setSerializerCompiler(serializerCompiler)
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    if (!isAcceptedJsonCharset(request.headers['content-type'] ?? '')) {
-      done(new ApiError('unsupported_media_type', 'request body must be UTF-8 application/json'))
-      return
-    }
+  // Its parameters are judged before the body is read (preParsing below).
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
     done(null, body)
   })
   // Parsed here rather than in the content-type parser, whose failures Fastify answers with
@@ -251,15 +253,29 @@ function registerBodies(app: FastifyInstance, http2Bodies: Http2Bodies | undefin
       done(err as Error)
     }
   })
-  // After authentication, before a byte of the body is read.
-  app.addHook('preParsing', (request, _reply, payload, done) => {
-    const refused = unsupportedContentEncoding(request.raw)
-    if (refused !== null) done(refused)
-    else if (http2Bodies !== undefined && request.raw.httpVersionMajor === 2) {
-      done(null, http2Bodies.watch(request.raw as unknown as Http2ServerRequest))
-    } else done(null, payload)
+  // After authentication, before a byte of the body is read. Fastify then refuses another media
+  // type or a declared length over the limit, and reading the body sends its 100 Continue.
+  app.addHook('preParsing', (request, reply, payload, done) => {
+    const refused = unsupportedContentEncoding(request.raw) ?? unreadableJson(request)
+    if (refused !== null) return done(refused)
+    const body =
+      http2Bodies !== undefined && request.raw.httpVersionMajor === 2
+        ? http2Bodies.watch(request.raw as unknown as Http2ServerRequest)
+        : payload
+    continueWhenRead(request.raw, reply.raw, body)
+    done(null, body)
   })
   return compileValidator
+}
+
+/** Methods whose body Fastify never parses: their Content-Type is not judged. */
+const BODYLESS_METHODS = new Set(['GET', 'HEAD', 'TRACE'])
+
+/** A body the JSON parser would read whose Content-Type parameters do not make it UTF-8 JSON. */
+function unreadableJson(request: FastifyRequest): ApiError | null {
+  if (BODYLESS_METHODS.has(request.method) || request.mediaType !== 'application/json') return null
+  if (isAcceptedJsonCharset(request.headers['content-type']!)) return null
+  return new ApiError('unsupported_media_type', 'request body must be UTF-8 application/json')
 }
 
 function purgeIdempotencyKeys(app: FastifyInstance, service: PetService): void {

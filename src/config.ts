@@ -144,7 +144,7 @@ export const settings = [
     default: '5s',
     accepts: 'a duration such as `5s` or `500ms`',
     description:
-      'PostgreSQL: longest wait for a connection or a statement; past it the request answers 503.',
+      "PostgreSQL: how long a request may wait for the database, all its waits together (the data version, a connection, each statement, its create's commit); past it the request answers 503.",
     parse: duration,
   },
   {
@@ -252,7 +252,7 @@ export const settings = [
     default: '30',
     accepts: 'an integer from 1 to 100000000',
     description:
-      'Failed authentications one client address may make per window before it gets 429.',
+      'Failed authentications one client network (an IPv4 address, an IPv6 /64) may make per window before it gets 429.',
     parse: integer(1, 100_000_000),
   },
   {
@@ -296,7 +296,7 @@ export const settings = [
     default: '30s',
     accepts: 'a duration from `1s` to `10m`',
     description:
-      'Longest time a request (headers and body) may take to arrive; past it the answer is `408` and the connection closes.',
+      'Longest time a request (headers and body) may take to arrive, past which the answer is `408` and the connection closes; and longest time an answer may go untaken by its client, past which its connection (HTTP/2: its stream) is cut.',
     parse: durationBetween(1000, 600_000),
   },
   {

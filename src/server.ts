@@ -7,6 +7,7 @@ import { openRedis } from './auth/redis.js'
 import { ensureBootstrapKey } from './bootstrap-key.js'
 import { type Clock, clockStartingAt, systemClock } from './clock.js'
 import type { Config } from './config.js'
+import { watchFileDescriptors } from './http/file-descriptors.js'
 import { loadTls, type TlsMaterial } from './http/tls.js'
 import { loggerOptions } from './observability/logging.js'
 import { Metrics } from './observability/metrics.js'
@@ -91,6 +92,11 @@ async function openServices(ctx: StartContext): Promise<Services> {
         `the API cannot listen on ${config.host}:${config.port} (${err.message}); set PORT to another port`,
         { cause: err },
       )
+    })
+    watchFileDescriptors(app.server, {
+      log: app.log,
+      refused: () => ctx.metrics.connectionRefused(),
+      storageConnections: store.kind === 'postgres' ? config.databasePoolSize : 0,
     })
     return { app, metricsServer, redis }
   } catch (err) {

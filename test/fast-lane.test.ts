@@ -633,7 +633,8 @@ describe('the lane answers as the routes do', () => {
     // Both ways in: the route's (a promise) and the lane's (callbacks).
     const { createPet, createPetThen } = q.store
     q.store.createPet = () => Promise.reject(new Error('disk I/O error'))
-    q.store.createPetThen = (_pet, _created, failed) => failed(new Error('disk I/O error'))
+    q.store.createPetThen = (_pet, _deadline, _created, failed) =>
+      failed(new Error('disk I/O error'))
     t.after(() => {
       q.store.createPet = createPet
       q.store.createPetThen = createPetThen

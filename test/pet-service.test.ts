@@ -7,7 +7,7 @@ import { test } from 'node:test'
 import { systemClock } from '../src/clock.js'
 import { PetService } from '../src/pets/service.js'
 import { StorageUnavailableError } from '../src/storage/errors.js'
-import type { IdempotencyRef, NewPet, Pet, Store } from '../src/storage/store.js'
+import type { IdempotencyClaimRef, NewPet, Pet, Store } from '../src/storage/store.js'
 import { testStore } from './support/app.js'
 
 /** createThen as a promise of which callback it called, and with what. */
@@ -15,6 +15,7 @@ function createThen(service: PetService, pet: NewPet) {
   return new Promise<{ created?: Pet; failed?: unknown }>((resolve) =>
     service.createThen(
       pet,
+      undefined,
       (created) => resolve({ created }),
       (failed) => resolve({ failed }),
     ),
@@ -47,7 +48,7 @@ test('a claim whose release failed with its create is released before the key is
         failing ? Promise.reject(fault()) : store.createPet(...args),
     },
     releaseIdempotencyKey: {
-      value: (ref: IdempotencyRef) =>
+      value: (ref: IdempotencyClaimRef) =>
         failing ? Promise.reject(fault()) : store.releaseIdempotencyKey(ref),
     },
   })

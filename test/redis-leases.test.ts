@@ -7,8 +7,7 @@ import { type TestContext, test } from 'node:test'
 import { Redis } from 'ioredis'
 import { Breaker } from '../src/auth/breaker.js'
 import { type LimitState, MemoryWindows, sharedCounter } from '../src/auth/rate-counters.js'
-import { REDIS_NAMESPACE } from '../src/auth/redis.js'
-import { leaseSize, RedisLeases } from '../src/auth/redis-leases.js'
+import { leaseSize, RedisLeases, redisCounterKey } from '../src/auth/redis-leases.js'
 import { until } from './support/wait.js'
 
 const REDIS_URL = 'redis://127.0.0.1:6379'
@@ -36,12 +35,15 @@ test('a lease is a sixty-fourth of the budget, at least one unit', () => {
 test('the first request waits for a lease; the next ones are answered at once, renewed at half', async (t) => {
   const redis = await connected(t)
   const failures: unknown[] = []
-  const leases = new RedisLeases(redis, { max: 640, windowMs: 60_000 }, (e) => failures.push(e))
+  const limit = { max: 640, windowMs: 60_000 }
+  const leases = new RedisLeases(redis, limit, (e) => failures.push(e))
   const name = freshName()
+  const key = redisCounterKey(limit, name)
+  assert.equal(key, `petstore-rl:640:60000:${name}`)
   const first = leases.take(name)
   assert.ok(first instanceof Promise)
   assert.deepEqual(shape(await first), served(640, 639))
-  assert.equal(await redis.get(REDIS_NAMESPACE + name), '10')
+  assert.equal(await redis.get(key), '10')
   // Units 2..5 from the lease; the fifth leaves 5, half of it, and renews in the background.
   for (let n = 2; n <= 5; n++) {
     const state = leases.take(name)
@@ -50,21 +52,18 @@ test('the first request waits for a lease; the next ones are answered at once, r
   }
   const sixth = leases.take(name)
   assert.ok(!(sixth instanceof Promise))
-  await until(
-    'the renewal reaches Redis',
-    async () => (await redis.get(REDIS_NAMESPACE + name)) === '20',
-  )
-  const ttl = await redis.pttl(REDIS_NAMESPACE + name)
+  await until('the renewal reaches Redis', async () => (await redis.get(key)) === '20')
+  const ttl = await redis.pttl(key)
   assert.ok(ttl > 55_000 && ttl <= 60_000, `PTTL ${ttl}`)
   assert.deepEqual(failures, [])
 })
 
 test('requests waiting together share a renewal; a spent window refuses at once until it ends', async (t) => {
   const redis = await connected(t)
-  const leases = new RedisLeases(redis, { max: 5, windowMs: 1500 }, (err) =>
-    assert.fail(String(err)),
-  )
+  const limit = { max: 5, windowMs: 1500 }
+  const leases = new RedisLeases(redis, limit, (err) => assert.fail(String(err)))
   const name = freshName()
+  const key = redisCounterKey(limit, name)
   const answers = await Promise.all(Array.from({ length: 8 }, () => leases.take(name)))
   assert.deepEqual(answers.map(shape), [
     served(5, 4),
@@ -76,7 +75,7 @@ test('requests waiting together share a renewal; a spent window refuses at once 
     { max: 5, remaining: 0, isExceeded: true },
     { max: 5, remaining: 0, isExceeded: true },
   ])
-  assert.equal(await redis.get(REDIS_NAMESPACE + name), '5')
+  assert.equal(await redis.get(key), '5')
   const refused = leases.take(name)
   assert.ok(!(refused instanceof Promise), 'a spent window is known without asking Redis')
   assert.equal(refused.isExceeded, true)
@@ -85,7 +84,35 @@ test('requests waiting together share a renewal; a spent window refuses at once 
   // The window ends here no later than in Redis: the next request opens a new one there.
   await new Promise((resolve) => setTimeout(resolve, 1600))
   assert.deepEqual(shape(await leases.take(name)), served(5, 4))
-  assert.equal(await redis.get(REDIS_NAMESPACE + name), '1')
+  assert.equal(await redis.get(key), '1')
+})
+
+test('a counter is kept under its budget and window: other settings count apart, the same ones share', async (t) => {
+  const redis = await connected(t)
+  const name = freshName()
+  const fail = (err: unknown) => assert.fail(String(err))
+  const old = new RedisLeases(redis, { max: 3, windowMs: 60_000 }, fail)
+  for (const left of [2, 1, 0]) assert.deepEqual(shape(await old.take(name)), served(3, left))
+  assert.equal((await old.take(name)).isExceeded, true)
+  // A lower budget or another window starts from nothing, not from the 3 already spent.
+  const lower = new RedisLeases(redis, { max: 2, windowMs: 60_000 }, fail)
+  assert.deepEqual(shape(await lower.take(name)), served(2, 1))
+  const shorter = new RedisLeases(redis, { max: 3, windowMs: 30_000 }, fail)
+  assert.deepEqual(shape(await shorter.take(name)), served(3, 2))
+  // Another instance with the lower budget spends the same counter.
+  const same = new RedisLeases(redis, { max: 2, windowMs: 60_000 }, fail)
+  assert.deepEqual(shape(await same.take(name)), served(2, 0))
+  assert.equal((await same.take(name)).isExceeded, true)
+  assert.deepEqual(
+    await redis.mget(
+      [
+        { max: 3, windowMs: 60_000 },
+        { max: 2, windowMs: 60_000 },
+        { max: 3, windowMs: 30_000 },
+      ].map((limit) => redisCounterKey(limit, name)),
+    ),
+    ['3', '2', '1'],
+  )
 })
 
 test('a failed renewal rejects its waiters and opens the breaker: the request is counted in memory', async (t) => {

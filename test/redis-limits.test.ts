@@ -15,6 +15,8 @@ import { until } from './support/wait.js'
 const KEYS = Array.from({ length: 16 }, (_, i) => `redis-limits-key-${i + 1}-0123456789`)
 const keyId = (key: string) => `config-${KEYS.indexOf(key) + 1}`
 const BUDGET = 50
+/** The Redis counter of a key's budget: named by budget, window (ms), policy and key id. */
+const counterOf = (key: string) => `petstore-rl:${BUDGET}:60000:default:${keyId(key)}`
 const POLICY = `"default";q=${BUDGET};w=60`
 const UNREACHABLE =
   'rate-limit store (Redis) unreachable: limits are counted per process until it answers'
@@ -101,7 +103,7 @@ async function untilShared(redis: OwnRedis, origin: string, key: string): Promis
     `the counter of ${keyId(key)} is kept in Redis`,
     async () => {
       answer = await list(origin, key)
-      return (await client.get(`petstore-rl:default:${keyId(key)}`)) !== null
+      return (await client.get(counterOf(key))) !== null
     },
     60_000,
   )
@@ -121,7 +123,7 @@ test('a hung Redis costs a request no more than its bound; limits hold in memory
 
   const before = await list(a.origin, KEYS[0]!)
   assert.deepEqual([before.status, before.remaining], [200, BUDGET - 1])
-  assert.equal(await client.get('petstore-rl:default:config-1'), '1')
+  assert.equal(await client.get(counterOf(KEYS[0]!)), '1')
 
   // Hung: the process holds its connections but answers nothing.
   process.kill(redis.pid(), 'SIGSTOP')
@@ -162,20 +164,22 @@ test('a hung Redis costs a request no more than its bound; limits hold in memory
   assert.equal((await list(b.origin, shared)).remaining, BUDGET - 2)
   assert.equal((await list(c.origin, shared)).remaining, BUDGET - 3)
   assert.equal((await list(a.origin, shared)).remaining, BUDGET - 4)
-  assert.equal(await client.get(`petstore-rl:default:${keyId(shared)}`), '4')
+  assert.equal(await client.get(counterOf(shared)), '4')
   await a.waitFor((out) => out.includes(BACK))
   assert.equal(logged(a, UNREACHABLE).length, 1)
   assert.equal(logged(a, BACK).length, 1)
-  for (const name of await client.keys('*')) assert.match(name, /^petstore-rl:default:config-\d+$/)
+  for (const name of await client.keys('*')) {
+    assert.match(name, /^petstore-rl:50:60000:default:config-\d+$/)
+  }
   // Redis has run what was sent to it while hung (the probe that answered came after it on the
   // same connection): only the counts of the requests in flight when it stopped, one per client.
-  const counted = await client.mget(loadKeys.map((k) => `petstore-rl:default:${keyId(k)}`))
+  const counted = await client.mget(loadKeys.map(counterOf))
   const sentWhileHung = counted.reduce((n, v) => n + Number(v ?? 0), 0)
   t.diagnostic(`counts sent to the hung Redis: ${sentWhileHung}`)
   assert.ok(sentWhileHung >= 1 && sentWhileHung <= 8, `${sentWhileHung} counts sent while hung`)
 })
 
-test('counters in Redis are named by policy and key id or address', async (t) => {
+test('counters in Redis are named by budget, window, policy and key id or client network', async (t) => {
   const redis = await startOwnRedis(t)
   const service = await startInstance(t, redis.url)
   const client = await redis.client()
@@ -186,8 +190,8 @@ test('counters in Redis are named by policy and key id or address', async (t) =>
   assert.equal(refused.status, 401)
   assert.match(refused.headers.get('ratelimit') ?? '', /^"auth-failures";r=\d+;t=\d+$/)
   assert.deepEqual((await client.keys('*')).sort(), [
-    'petstore-rl:auth-failures:127.0.0.1',
-    'petstore-rl:default:config-1',
+    'petstore-rl:30:60000:auth-failures:127.0.0.1',
+    'petstore-rl:50:60000:default:config-1',
   ])
   for (const name of await client.keys('*')) {
     assert.equal(await client.get(name), '1')

@@ -1,7 +1,8 @@
 // Who may call the API and how often, decided once for both doors: the key check, the per-key
-// budget and the failed-authentication budget per client address.
+// budget and the failed-authentication budget per client network.
 import { createHash } from 'node:crypto'
 import { ApiError } from '../errors.js'
+import { clientNetwork } from '../http/address-ranges.js'
 import type { ApiKeyVerifier, AuthenticatedKey } from './api-keys.js'
 import type { Limit, LimitState, RateCounters } from './rate-counters.js'
 
@@ -50,7 +51,7 @@ export function bearerToken(header: string | undefined): string | null {
 const MAX_SUBJECT_LENGTH = 64
 
 /**
- * A counter's name: its policy and what it counts, a key id or a client address. An address from
+ * A counter's name: its policy and what it counts, a key id or a client network. An address from
  * X-Forwarded-For may be any text a client sends, so its length is bounded, in memory and Redis.
  */
 export function counterName(policy: Policy, subject: string): string {
@@ -112,9 +113,9 @@ export class Admissions {
     return { key, headers: this.fields('default', s), refusal }
   }
 
-  /** A missing (null) or failed token: counted against the address, then 401 or 429. */
+  /** A missing (null) or failed token: counted against the address's network, then 401 or 429. */
   private refuse(token: string | null, address: string): Admission | Promise<Admission> {
-    const state = this.o.counters.perAddress(counterName('auth-failures', address))
+    const state = this.o.counters.perAddress(counterName('auth-failures', clientNetwork(address)))
     const refused = (s: LimitState): Admission => ({
       key: null,
       headers: this.fields('auth-failures', s),

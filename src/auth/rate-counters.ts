@@ -80,7 +80,7 @@ export function sharedCounter(
 export interface RateCounters {
   /** Requests per API key. */
   perKey: RateCounter
-  /** Failed authentications per client address. */
+  /** Failed authentications per client network (an IPv4 address, an IPv6 /64). */
   perAddress: RateCounter
 }
 

@@ -58,6 +58,15 @@ interface Lease {
   waiters: Waiter[]
 }
 
+/**
+ * The Redis key of the counter `name` under `limit`. The budget and the window are part of it: an
+ * instance with other settings (during a rolling change of them) counts apart, from a fresh window,
+ * rather than being judged by a count made against another budget.
+ */
+export function redisCounterKey(limit: Limit, name: string): string {
+  return `${REDIS_NAMESPACE}${limit.max}:${limit.windowMs}:${name}`
+}
+
 /** Leases kept at most; the least recently used one goes first, its unspent units with it. */
 const MAX_LEASES = 100_000
 
@@ -118,7 +127,8 @@ export class RedisLeases {
     const { max, windowMs } = this.limit
     const want = Math.max(this.size, lease.waiters.length)
     const sentAt = Date.now()
-    withinBound(this.command.call(this.redis, REDIS_NAMESPACE + name, windowMs, max, want)).then(
+    const key = redisCounterKey(this.limit, name)
+    withinBound(this.command.call(this.redis, key, windowMs, max, want)).then(
       ([reserved, ttlMs, grant]) => {
         lease.renewing = false
         // Redis's window ends ttlMs after the script ran, which was after sentAt.

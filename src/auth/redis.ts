@@ -1,7 +1,7 @@
 // Redis as the store of the shared rate-limit counters: the client and the bound on its commands.
 import type { Redis } from 'ioredis'
 
-/** Prefix of every counter in Redis; the rest is the counter's name, e.g. `default:<key id>`. */
+/** Prefix of every counter in Redis; redisCounterKey (redis-leases.ts) names the rest. */
 export const REDIS_NAMESPACE = 'petstore-rl:'
 
 const REDIS_CONNECT_TIMEOUT_MS = 2000

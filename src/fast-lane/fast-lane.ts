@@ -12,12 +12,12 @@ import type { OriginOf, RequestOrigin } from '../http/forwarded.js'
 import { parseJsonBody } from '../http/json-body.js'
 import { requestId } from '../http/request-id.js'
 import { requestLineWriter } from '../http/request-log.js'
-import type { Turn } from '../http/turn.js'
+import type { Turn, VersionThen } from '../http/turn.js'
 import type { Metrics } from '../observability/metrics.js'
 import type { Caller, PetOperations } from '../pets/operations.js'
 import { NewPet, type NewPetBody } from '../pets/schemas.js'
 import { newPetOf } from '../pets/service.js'
-import type { DataVersion, NewPet as NewPetRecord } from '../storage/store.js'
+import type { DataVersion, Deadline, NewPet as NewPetRecord } from '../storage/store.js'
 import type { Taken } from './requests.js'
 
 /** Takes the request and returns true, or returns false having done nothing at all. */
@@ -52,6 +52,8 @@ interface Exchange {
   /** The answer's headers so far, in the routes' order: the envelope's, then admission's. */
   headers: string[]
   keyName: string | undefined
+  /** By when the database must have answered, from the turn (src/http/turn.ts). */
+  deadline: Deadline
 }
 
 export function createFastLane(o: FastLaneOptions): FastLane {
@@ -84,6 +86,7 @@ export function createFastLane(o: FastLaneOptions): FastLane {
     } else {
       o.operations.createThen(
         newPetOfBody(body!),
+        caller.deadline,
         (r) => respond(x, r),
         (err) => fail(x, err),
       )
@@ -98,31 +101,34 @@ export function createFastLane(o: FastLaneOptions): FastLane {
       warn: (fields: object, msg: string) => o.logger.warn({ requestId: x.id, ...fields }, msg),
     }
     try {
-      operate(x, { version, key: a.key!, log, protocol, host }, body)
+      operate(x, { version, deadline: x.deadline, key: a.key!, log, protocol, host }, body)
     } catch (err) {
       fail(x, err)
     }
   }
-  const serve = (x: Exchange, version: DataVersion | undefined, body?: Buffer) => {
-    try {
-      const a = o.admissions.admit(x.req.headers.authorization, x.origin.ip, version?.keys)
-      if (a instanceof Promise)
-        a.then(
-          (r) => admitted(x, r, version, body),
-          (err) => fail(x, err),
-        )
-      else admitted(x, a, version, body)
-    } catch (err) {
-      fail(x, err)
+  const serve: (x: Exchange, body?: Buffer) => VersionThen =
+    (x, body) => (version, deadline, unavailable) => {
+      if (unavailable !== null) return fail(x, unavailable)
+      x.deadline = deadline
+      try {
+        const a = o.admissions.admit(x.req.headers.authorization, x.origin.ip, version?.keys)
+        if (a instanceof Promise)
+          a.then(
+            (r) => admitted(x, r, version, body),
+            (err) => fail(x, err),
+          )
+        else admitted(x, a, version, body)
+      } catch (err) {
+        fail(x, err)
+      }
     }
-  }
 
   return (req, res) => {
     const taken = o.takes(req)
     if (taken === null) return false
     const x = exchange(o, req, res, taken)
-    if (taken.operation !== 'createPet') turn.withVersion((version) => serve(x, version))
-    else readBody(req, (body) => turn.withVersion((version) => serve(x, version, body)))
+    if (taken.operation !== 'createPet') turn.withVersion(serve(x))
+    else readBody(req, (body) => turn.withVersion(serve(x, body)))
     return true
   }
 }
@@ -146,6 +152,7 @@ function exchange(
     origin: o.originOf(req),
     headers,
     keyName: undefined,
+    deadline: 0,
   }
 }
 

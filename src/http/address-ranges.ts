@@ -74,6 +74,21 @@ function groupsOf(address: string): Groups | null {
 }
 
 /**
+ * The network a client address stands for, by which failed authentications are counted: an IPv4
+ * address itself (an IPv4-mapped one too), and the /64 of an IPv6 address, since a home or a host
+ * is given a /64 and picks addresses in it freely. A zone is kept: it names a link of this host,
+ * which no client chooses. Text that is no IP address stands for itself.
+ */
+export function clientNetwork(address: string): string {
+  const g = groupsOf(address)
+  if (g === null) return address
+  if (g.length === 2) return `${g[0]! >> 8}.${g[0]! & 255}.${g[1]! >> 8}.${g[1]! & 255}`
+  const zone = address.indexOf('%')
+  const prefix = `${g[0]!.toString(16)}:${g[1]!.toString(16)}:${g[2]!.toString(16)}:${g[3]!.toString(16)}::`
+  return zone === -1 ? `${prefix}/64` : `${prefix}${address.slice(zone)}/64`
+}
+
+/**
  * A range from `address` or `address/prefix`; throws when it is neither (a zone, a prefix out of
  * range, an IPv4-mapped range wider than the IPv4 space).
  */

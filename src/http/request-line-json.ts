@@ -51,7 +51,9 @@ export function lineJson(): LineJson {
     if (r.requestId !== undefined) s += `,"requestId":${jsonString(r.requestId)}`
     s += operationField(r.operation) + methodField(r.method)
     if (r.url !== undefined) s += `,"url":${jsonString(loggedUrl(r.url))}`
-    s += `,"status":${r.status},"durationMs":${durationText(r.elapsedMs)}`
+    s += `,"status":${r.status}`
+    if (r.delivered === false) s += ',"delivered":false'
+    s += `,"durationMs":${durationText(r.elapsedMs)}`
     if (r.apiKeyName !== undefined) s += keyField(r.apiKeyName)
     if (r.remoteAddress !== undefined) s += addressField(r.remoteAddress)
     return `${s},"msg":"${COMPLETED}"}\n`

@@ -8,6 +8,11 @@ export interface CompletedRequest {
   method: string
   url: string | undefined
   status: number
+  /**
+   * False when the answer was cut short: its connection or stream ended before all of it was
+   * written (the client stopped reading, or went away). Lines leave it out otherwise.
+   */
+  delivered?: boolean
   elapsedMs: number
   apiKeyName: string | undefined
   remoteAddress: string | undefined
@@ -39,6 +44,7 @@ export function requestLine(r: CompletedRequest) {
     method: r.method,
     url: r.url === undefined ? undefined : loggedUrl(r.url),
     status: r.status,
+    delivered: r.delivered === false ? false : undefined,
     durationMs: durationMs(r.elapsedMs),
     apiKeyName: r.apiKeyName,
     remoteAddress: r.remoteAddress,

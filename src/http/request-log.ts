@@ -1,5 +1,6 @@
 // One log line per request, with what an operator asks of it (request-line.ts): on Fastify's path
 // through its log controller, in the fast lane through requestLineWriter.
+import type { Http2ServerRequest } from 'node:http2'
 import {
   type FastifyBaseLogger,
   type FastifyReply,
@@ -62,17 +63,48 @@ function directWriter(
 export class RequestLogController extends LogController {
   /** Made at the first line, from the root logger: the line names its request itself. */
   private write: RequestLineWriter | undefined
+  /** HTTP/1 requests whose line Fastify has asked for. */
+  private readonly reported = new WeakSet<FastifyRequest>()
 
   constructor() {
     super({ requestIdLogLabel: 'requestId' })
   }
 
-  override incomingRequest(): void {}
+  /**
+   * Fastify reports an HTTP/1 answer once it is written in full, and one cut short (its client
+   * stopped reading, or went away) not at all: that one gets its line when its connection ends.
+   * One that never began (the client went before it) has no status to tell, and no line.
+   */
+  override incomingRequest(request: FastifyRequest, reply: FastifyReply): void {
+    if (request.raw.httpVersionMajor !== 1) return
+    const res = reply.raw
+    res.once('close', () => {
+      // An injected answer (light-my-request) is never written out: it says `finish` and no more.
+      if (res.writableFinished || this.reported.has(request) || !res.headersSent) return
+      this.completed(null, request, reply, false)
+    })
+  }
 
   override requestCompleted(
     error: Error | null | undefined,
     request: FastifyRequest,
     reply: FastifyReply,
+  ): void {
+    if (request.raw.httpVersionMajor === 1) this.reported.add(request)
+    this.completed(error, request, reply, deliveredOverHttp2(request))
+  }
+
+  /** An answer cut short is its request line's `delivered: false`, not a line of its own. */
+  override streamError(error: Error, request: FastifyRequest, reply: FastifyReply): void {
+    if ((error as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE') return
+    super.streamError(error, request, reply)
+  }
+
+  private completed(
+    error: Error | null | undefined,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    delivered: boolean,
   ): void {
     const completed: CompletedRequest = {
       requestId: request.id,
@@ -85,6 +117,7 @@ export class RequestLogController extends LogController {
       apiKeyName: request.apiKey?.name,
       remoteAddress: request.ip,
     }
+    if (!delivered) completed.delivered = false
     if (error) {
       const { requestId: _, ...line } = requestLine(completed)
       reply.log.error({ ...line, err: error }, 'request errored')
@@ -93,4 +126,13 @@ export class RequestLogController extends LogController {
       this.write(completed)
     }
   }
+}
+
+/**
+ * Over HTTP/2, Fastify hears `finish` when the stream closes, however much of its answer went:
+ * the answer was delivered when the stream's own writing side finished.
+ */
+function deliveredOverHttp2(request: FastifyRequest): boolean {
+  if (request.raw.httpVersionMajor !== 2) return true
+  return (request.raw as unknown as Http2ServerRequest).stream.writableFinished
 }

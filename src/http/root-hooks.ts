@@ -3,7 +3,7 @@
 // fast lane reads it), the answer written with the turn's others, and the request's figures.
 import type { FastifyInstance } from 'fastify'
 import type { Metrics } from '../observability/metrics.js'
-import { restOfBodyDiscarded } from './early-answer.js'
+import { answering } from './early-answer.js'
 import { edgeViolation } from './edge.js'
 import type { Envelope } from './envelope.js'
 import { closeConnectionAfterResponse } from './tls.js'
@@ -14,10 +14,13 @@ export interface RootHooksOptions {
   isDraining: () => boolean
   turn: Turn
   metrics: Metrics
+  /** PETSTORE_REQUEST_TIMEOUT: how long a close waits for the rest of a body answered early. */
+  requestTimeoutMs: number
 }
 
 export function registerRootHooks(app: FastifyInstance, o: RootHooksOptions): void {
   app.decorateRequest('dataVersion', undefined)
+  app.decorateRequest('deadline', 0)
   app.addHook('onRequest', (request, reply, done) => {
     const config = request.routeOptions.config
     const h = o.envelope.headers(request.id, config.deprecated === true)
@@ -29,16 +32,18 @@ export function registerRootHooks(app: FastifyInstance, o: RootHooksOptions): vo
     if (violation !== null) return done(violation)
     // Public routes consult no cache; the others read the version once, before any cache.
     if (config.public === true) return done()
-    o.turn.withVersion((version) => {
+    o.turn.withVersion((version, deadline, unavailable) => {
       request.dataVersion = version
-      done()
+      request.deadline = deadline
+      done(unavailable ?? undefined)
     })
   })
   app.addHook('onSend', (request, reply, payload, done) => {
-    // An early answer on a closing connection waits until the rest of the body is discarded.
-    const discarding = restOfBodyDiscarded(request.raw, reply.getHeader('connection'))
-    if (discarding === undefined) o.turn.write(() => done(null, payload))
-    else discarding.then(() => done(null, payload))
+    // At once, even before the body is in; a close after it waits for the rest (early-answer.ts).
+    o.turn.write(() => {
+      answering(request.raw, reply.raw, o.requestTimeoutMs)
+      done(null, payload)
+    })
   })
   // Labels come from the route's operation name, never the URL, so their number stays small.
   app.addHook('onResponse', (request, reply, done) => {

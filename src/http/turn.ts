@@ -1,6 +1,24 @@
 // The end of an event-loop turn, for both doors: the data version is read once for every request
-// that arrived in the turn, and the turn's answers are written together.
-import { type DataVersion, readDataVersion, type Store } from '../storage/store.js'
+// that arrived in the turn, and the turn's answers are written together. A request's database
+// deadline starts as it asks for the version, its first wait on the database.
+import type { Deadline } from '../storage/deadline.js'
+import { StorageUnavailableError } from '../storage/errors.js'
+import {
+  type DataVersion,
+  readDataVersion,
+  type Store,
+  type VersionRead,
+} from '../storage/store.js'
+
+/**
+ * What a request learns at the end of its turn: the version (undefined: use nothing cached) and
+ * its deadline; or that the database cannot answer, which is then its answer (503).
+ */
+export type VersionThen = (
+  version: DataVersion | undefined,
+  deadline: Deadline,
+  unavailable: StorageUnavailableError | null,
+) => void
 
 /**
  * Why at the end of the turn: by then every request of the turn has been received, so any commit
@@ -8,16 +26,22 @@ import { type DataVersion, readDataVersion, type Store } from '../storage/store.
  * at the cost of one. Answers written together wake the client side of the path once.
  */
 export class Turn {
-  private reads: ((version: DataVersion | undefined) => void)[] = []
+  private reads: VersionThen[] = []
+  private deadlines: Deadline[] = []
   private writes: (() => void)[] = []
   private scheduled = false
   private readonly end = () => this.endOfTurn()
 
-  constructor(private readonly store: Store) {}
+  constructor(
+    private readonly store: Store,
+    /** PETSTORE_DATABASE_TIMEOUT: a request's waits on the database, all of them together. */
+    private readonly databaseTimeoutMs: number,
+  ) {}
 
   /** Runs `then` (which must not throw) at the end of the turn with the version read then. */
-  withVersion(then: (version: DataVersion | undefined) => void): void {
+  withVersion(then: VersionThen): void {
     this.reads.push(then)
+    this.deadlines.push(performance.now() + this.databaseTimeoutMs)
     this.schedule()
   }
 
@@ -36,10 +60,13 @@ export class Turn {
   private endOfTurn(): void {
     if (this.reads.length > 0) {
       const reads = this.reads
+      const deadlines = this.deadlines
       this.reads = []
-      const version = readDataVersion(this.store)
-      if (version instanceof Promise) version.then((v) => runAll(reads, v))
-      else runAll(reads, version)
+      this.deadlines = []
+      // The turn's first request has the earliest deadline.
+      const version = readDataVersion(this.store, deadlines[0])
+      if (version instanceof Promise) version.then((v) => runAll(reads, deadlines, v))
+      else runAll(reads, deadlines, version)
     }
     // Cleared only now: the answers the reads just queued go out below, not a turn later.
     this.scheduled = false
@@ -49,9 +76,8 @@ export class Turn {
   }
 }
 
-function runAll(
-  reads: ((version: DataVersion | undefined) => void)[],
-  version: DataVersion | undefined,
-): void {
-  for (const read of reads) read(version)
+function runAll(reads: VersionThen[], deadlines: Deadline[], read: VersionRead): void {
+  const unavailable = read instanceof StorageUnavailableError ? read : null
+  const version = unavailable === null ? (read as DataVersion | undefined) : undefined
+  for (let i = 0; i < reads.length; i++) reads[i]!(version, deadlines[i]!, unavailable)
 }

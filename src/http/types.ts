@@ -1,6 +1,6 @@
 // What this service adds to Fastify's request and route config.
 import type { AuthenticatedKey } from '../auth/api-keys.js'
-import type { DataVersion } from '../storage/store.js'
+import type { DataVersion, Deadline } from '../storage/store.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -11,6 +11,8 @@ declare module 'fastify' {
      * results cached at this version are what the database holds for this request.
      */
     dataVersion: DataVersion | undefined
+    /** By when the database must have answered (src/storage/deadline.ts), set with dataVersion. */
+    deadline: Deadline
   }
   interface FastifyContextConfig {
     /** Reachable without an API key. */

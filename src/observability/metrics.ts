@@ -46,6 +46,12 @@ export class Metrics {
     registers: [this.registry],
   })
 
+  private readonly refusedConnections = new Counter({
+    name: 'petstore_http_connections_refused_total',
+    help: 'API connections closed as soon as accepted because the process is out of file descriptors (past those it keeps spare, or EMFILE/ENFILE).',
+    registers: [this.registry],
+  })
+
   private readonly batchSizes = new Histogram({
     name: 'petstore_storage_write_batch_size',
     help: 'Writes committed together in one transaction by group commit.',
@@ -134,5 +140,9 @@ export class Metrics {
 
   rateLimitRejected(policy: RateLimitPolicy): void {
     this.rateLimitRejections.inc({ policy })
+  }
+
+  connectionRefused(): void {
+    this.refusedConnections.inc()
   }
 }

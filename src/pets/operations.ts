@@ -6,7 +6,7 @@ import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
 import type { Outcome } from '../http/envelope.js'
 import { compileSerializer } from '../http/serialization.js'
-import type { DataVersion, NewPet, Pet as PetRecord, Store } from '../storage/store.js'
+import type { DataVersion, Deadline, NewPet, Pet as PetRecord, Store } from '../storage/store.js'
 import { type DeprecatedCallCounter, getPetSunset, isSunset, type WarnLog } from './deprecation.js'
 import { nextPageLink } from './next-link.js'
 import { ReadCache } from './read-cache.js'
@@ -17,6 +17,8 @@ import type { PetService } from './service.js'
 export interface Caller {
   /** The store's data version read after the request arrived: caches hold only at it. */
   version: DataVersion | undefined
+  /** By when the database must have answered (src/storage/deadline.ts). */
+  deadline: Deadline
   key: AuthenticatedKey
   /** The request's logger (the deprecation count warns through it). */
   log: WarnLog
@@ -54,7 +56,7 @@ export class PetOperations {
     const version = caller.version?.pets
     const cached = version === undefined ? undefined : this.o.pages.get(key, version)
     if (cached !== undefined) return this.page(query, caller, cached.body, cached.nextCursor)
-    return this.o.service.listPage(query).then((found) => {
+    return this.o.service.listPage(query, caller.deadline).then((found) => {
       const body = this.petsJson(found.pets)
       if (version !== undefined)
         this.o.pages.set(key, version, { body, nextCursor: found.nextCursor })
@@ -97,7 +99,7 @@ export class PetOperations {
       const body = this.o.pets.get(key, version)?.body ?? this.petJsonAt?.(petId, version)
       if (body != null) return { status: 200, headers: [], body }
     }
-    return this.o.service.get(petId).then((pet) => {
+    return this.o.service.get(petId, caller.deadline).then((pet) => {
       const body = this.petJson(pet)
       if (version !== undefined) this.o.pets.set(key, version, { body, nextCursor: null })
       return { status: 200, headers: [], body }
@@ -106,16 +108,22 @@ export class PetOperations {
 
   /** A create with an Idempotency-Key claims it first, and a retry replays the first answer. */
   async create(pet: NewPet, caller: Caller, idempotencyKey?: string): Promise<Outcome> {
-    const result = await this.o.service.create(pet, caller.key.id, idempotencyKey)
+    const result = await this.o.service.create(pet, caller.key.id, idempotencyKey, caller.deadline)
     const outcome = this.created(result.pet)
     if (result.replayed) outcome.headers.push('idempotent-replayed', 'true')
     return outcome
   }
 
   /** A create without an Idempotency-Key, settled through callbacks: no promise per create. */
-  createThen(pet: NewPet, done: (o: Outcome) => void, failed: (err: unknown) => void): void {
+  createThen(
+    pet: NewPet,
+    deadline: Deadline,
+    done: (o: Outcome) => void,
+    failed: (err: unknown) => void,
+  ): void {
     this.o.service.createThen(
       pet,
+      deadline,
       (created) => {
         let outcome: Outcome
         try {

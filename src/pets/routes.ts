@@ -23,6 +23,7 @@ function answer(reply: FastifyReply, outcome: Outcome | Promise<Outcome>) {
 function callerOf(request: FastifyRequest): Caller {
   return {
     version: request.dataVersion,
+    deadline: request.deadline,
     key: authenticatedKey(request),
     log: request.log,
     protocol: request.protocol,

@@ -21,7 +21,8 @@ function settle<V>(callback: (value: V) => void, value: V): void {
 
 /**
  * Group commit for a store whose commits are asynchronous: writes submitted while a commit is in
- * flight go together in the next one, and each promise settles once its own commit has.
+ * flight go together in the next one, and each promise settles once its own commit has. A commit
+ * may refuse single items (an Error in an item's place) while it writes the others.
  */
 export class AsyncWriteBatcher<T, R> {
   private queue: { item: T; resolve: (r: R) => void; reject: (e: unknown) => void }[] = []
@@ -30,7 +31,7 @@ export class AsyncWriteBatcher<T, R> {
 
   /** `gatherMs` other than GATHER_MS only in tests, where a busy machine must not end a gather. */
   constructor(
-    private readonly commit: (items: T[]) => Promise<R[]>,
+    private readonly commit: (items: T[]) => Promise<(R | Error)[]>,
     private readonly gatherMs = GATHER_MS,
   ) {}
 
@@ -81,14 +82,18 @@ export class AsyncWriteBatcher<T, R> {
       if (this.queue.length === 0) break
       const batch = this.queue
       this.queue = []
-      let results: R[]
+      let results: (R | Error)[]
       try {
         results = await this.commit(batch.map((b) => b.item))
       } catch (err) {
         for (const b of batch) settle(b.reject, err)
         continue
       }
-      for (const [i, b] of batch.entries()) settle(b.resolve, results[i]!)
+      for (const [i, b] of batch.entries()) {
+        const result = results[i]!
+        if (result instanceof Error) settle(b.reject, result)
+        else settle(b.resolve, result)
+      }
       for (const listener of this.listeners) listener(batch.length)
     }
     this.committing = null

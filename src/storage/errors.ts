@@ -13,3 +13,14 @@ export class StorageUnavailableError extends Error {
     this.name = 'StorageUnavailableError'
   }
 }
+
+/**
+ * A create whose Idempotency-Key claim was released, or taken over, before its commit: nothing was
+ * added. Its request was already answered (the release follows a failure); a retry claims anew.
+ */
+export class ClaimReleasedError extends StorageUnavailableError {
+  constructor() {
+    super('the create was abandoned before its commit; retry with the same Idempotency-Key')
+    this.name = 'ClaimReleasedError'
+  }
+}

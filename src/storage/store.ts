@@ -1,4 +1,8 @@
 // The storage interface: the domain talks to this, and each database has an adapter behind it.
+import type { Deadline } from './deadline.js'
+import { StorageUnavailableError } from './errors.js'
+
+export type { Deadline } from './deadline.js'
 
 export const petStatuses = ['available', 'pending', 'sold'] as const
 export type PetStatus = (typeof petStatuses)[number]
@@ -36,13 +40,23 @@ export interface IdempotencyRef {
   key: string
 }
 
-export interface IdempotencyClaimRequest extends IdempotencyRef {
+/**
+ * One claim of an Idempotency-Key: the key, and a token that no other claim of it holds. Completing
+ * or releasing a claim matches the token, so a create whose outcome was unknown when its claim was
+ * released (or taken over) can never complete a later claim of the same key.
+ */
+export interface IdempotencyClaimRef extends IdempotencyRef {
+  token: string
+}
+
+export interface IdempotencyClaimRequest extends IdempotencyClaimRef {
   requestHash: string
   now: Date
   /** Records older than this are expired and no longer replayed. */
   retentionMs: number
   /** A claim not completed within this time is taken to belong to a request that died. */
   leaseMs: number
+  deadline?: Deadline
 }
 
 export type IdempotencyClaim =
@@ -53,8 +67,12 @@ export type IdempotencyClaim =
 
 export interface Store {
   readonly kind: string
-  listPets(query: PetPageQuery): Promise<Pet[]>
-  getPet(id: bigint): Promise<Pet | null>
+  /**
+   * Reads and writes take the request's deadline (deadline.ts): an adapter that waits on a server
+   * gives up by then with StorageUnavailableError; one that never waits may ignore it.
+   */
+  listPets(query: PetPageQuery, deadline?: Deadline): Promise<Pet[]>
+  getPet(id: bigint, deadline?: Deadline): Promise<Pet | null>
   /**
    * getPet in the same turn, as the `Pet` serializer's JSON, as of `version` (dataVersion().pets
    * read just before) or later: for the fast lane, from adapters whose reads never wait.
@@ -62,21 +80,31 @@ export interface Store {
   getPetJsonAt?(id: bigint, version: number): string | null
   /**
    * Adds a pet and resolves once it is durable. With `completes`, the idempotency claim is
-   * completed in the same transaction, so a replay can never find a claim without its pet.
+   * completed in the same transaction, so a replay can never find a claim without its pet; a
+   * claim released or taken over meanwhile adds nothing and rejects with ClaimReleasedError.
    */
-  createPet(pet: NewPet, completes?: IdempotencyRef): Promise<Pet>
+  createPet(pet: NewPet, completes?: IdempotencyClaimRef, deadline?: Deadline): Promise<Pet>
   /**
    * createPet without an idempotency claim, settling through one of the callbacks instead of a
    * promise (PetService.createThen, for the fast lane).
    */
-  createPetThen?(pet: NewPet, created: (pet: Pet) => void, failed: (err: unknown) => void): void
+  createPetThen?(
+    pet: NewPet,
+    deadline: Deadline | undefined,
+    created: (pet: Pet) => void,
+    failed: (err: unknown) => void,
+  ): void
   /**
    * Bulk load (`petstore seed`): adds the pets in one transaction, with ascending ids in the order
    * given, and resolves once they are durable. One commit for the lot instead of group commit.
    */
   insertPets(pets: NewPet[]): Promise<void>
   claimIdempotencyKey(request: IdempotencyClaimRequest): Promise<IdempotencyClaim>
-  releaseIdempotencyKey(ref: IdempotencyRef): Promise<void>
+  /**
+   * Frees a claim whose create failed or whose outcome is unknown: deletes it unless its create
+   * completed it. Safe while that create may still commit: it then adds nothing.
+   */
+  releaseIdempotencyKey(ref: IdempotencyClaimRef, deadline?: Deadline): Promise<void>
   deleteIdempotencyKeysBefore(cutoff: Date): Promise<number>
   insertApiKey(key: ApiKeyRecord): Promise<void>
   findApiKey(id: string): Promise<ApiKeyRecord | null>
@@ -93,7 +121,7 @@ export interface Store {
    * Numbers that move whenever committed pets, or API keys, may have changed, whoever committed
    * them: a cached result serves only at its numbers, read after the request came. Else no cache.
    */
-  dataVersion?(): DataVersion | Promise<DataVersion>
+  dataVersion?(deadline?: Deadline): DataVersion | Promise<DataVersion>
   /** Usage figures for metrics, read at each scrape; adapters without them leave this out. */
   stats?(): StoreStats
   /** Calls the listener with the size of each group commit; for adapters that batch writes. */
@@ -117,16 +145,23 @@ export interface StoreStats {
 }
 
 /**
- * The store's dataVersion, or undefined when it has none or cannot give it now: callers then use
- * nothing cached, and the request's own query reports the failure.
+ * The store's dataVersion; undefined when it has none, or cannot give it now for a reason other
+ * than the database's unavailability (callers then use nothing cached, and the request's own query
+ * reports it). A StorageUnavailableError is returned: the request has its answer (503) at once.
  */
 export function readDataVersion(
   store: Store,
-): DataVersion | undefined | Promise<DataVersion | undefined> {
+  deadline?: Deadline,
+): VersionRead | Promise<VersionRead> {
   try {
-    const version = store.dataVersion?.()
-    return version instanceof Promise ? version.catch(() => undefined) : version
-  } catch {
-    return undefined
+    const version = store.dataVersion?.(deadline)
+    return version instanceof Promise ? version.catch(unreadVersion) : version
+  } catch (err) {
+    return unreadVersion(err)
   }
 }
+
+export type VersionRead = DataVersion | undefined | StorageUnavailableError
+
+const unreadVersion = (err: unknown): undefined | StorageUnavailableError =>
+  err instanceof StorageUnavailableError ? err : undefined

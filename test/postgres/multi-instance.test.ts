@@ -3,7 +3,8 @@
 // Ids stay unique and every acknowledged pet is listed, pages stay exact while creates go on, a key
 // revoked by the CLI is refused by every instance, an Idempotency-Key replays through any instance,
 // and the rate limit is one budget. Counters never collide between runs: Redis counters are named
-// by key id, and every test counts with keys of its own, made by `petstore keys create`.
+// by budget, window and key id, and every test counts with keys of its own, made by `petstore keys
+// create`.
 
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
@@ -390,12 +391,12 @@ test('the rate limit is one budget across instances, kept in Redis by key id', a
   assert.equal(res.status, 200)
   assert.equal(remaining(res), 4)
 
-  // One counter per key and policy in Redis, named by the key id, never by the key.
+  // One counter per key and policy in Redis, named by the budget, the window and the key id,
+  // never by the key.
   const redis = new Redis(REDIS_URL)
   t.after(() => redis.quit())
   const names = await redis.keys(`petstore-rl:*${limited.id}*`)
-  assert.equal(names.length, 1, names.join(', '))
-  assert.match(names[0]!, new RegExp(`^petstore-rl:.*default:${limited.id}$`))
+  assert.deepEqual(names, [`petstore-rl:5:60000:default:${limited.id}`])
   // The budget's units reserved: a refused request reserves none.
   assert.equal(await redis.get(names[0]!), '5')
   const all = await redis.keys('petstore-rl:*')
@@ -450,15 +451,19 @@ test('a budget driven past through three instances at once is served exactly: le
   }
   const redis = new Redis(REDIS_URL)
   t.after(() => redis.quit())
-  assert.equal(await redis.get(`petstore-rl:default:${id}`), String(LEASED_BUDGET))
+  assert.equal(
+    await redis.get(`petstore-rl:${LEASED_BUDGET}:60000:default:${id}`),
+    String(LEASED_BUDGET),
+  )
 
-  // Failed authentications are one budget per address the same way: 401 until it is spent.
-  // From an address of this run's own (through a trusted proxy), so that no other run's
-  // failures share its counter.
-  const address = `2001:db8::${randomBytes(2).toString('hex')}:${randomBytes(2).toString('hex')}`
+  // Failed authentications are one budget per client network the same way: 401 until it is
+  // spent, each request from another address of one IPv6 /64 (through a trusted proxy). The /64
+  // is this run's own, so that no other run's failures share its counter.
+  const network = `2001:db8:${randomBytes(2).toString('hex')}:${randomBytes(2).toString('hex')}`
+  let sent = 0
   const failures = await drive(origins, LEASED_BUDGET + 100, 30, (o) =>
     call(o, '/v1/pets', 'pet_000000000000_not-a-key-of-this-store-at-all-00000000000', {
-      headers: { 'x-forwarded-for': address },
+      headers: { 'x-forwarded-for': `${network}::${(++sent).toString(16)}` },
     }),
   )
   assert.equal(countOf(failures, 401), LEASED_BUDGET)

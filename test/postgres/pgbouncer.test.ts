@@ -51,7 +51,13 @@ test('a pooler is told from a direct connection: statements are named only on a 
   const bouncer = await startPgBouncer(t, { server: POSTGRES_ADMIN_URL })
   const db = await databaseThrough(t, bouncer)
   assert.deepEqual(await preparePostgres({ url: db.direct, poolSize: 1, timeoutMs: 5000 }), {
-    migrated: ['001-initial', '002-data-version', '003-insert-pets', '004-insert-pets-lock-wait'],
+    migrated: [
+      '001-initial',
+      '002-data-version',
+      '003-insert-pets',
+      '004-insert-pets-lock-wait',
+      '005-idempotency-claim-token',
+    ],
     pooled: false,
   })
   assert.deepEqual(await preparePostgres({ url: db.url, poolSize: 1, timeoutMs: 5000 }), {
@@ -81,7 +87,13 @@ test('stores starting together through PgBouncer apply each migration once and l
     .finally(() => client.end())
   assert.deepEqual(
     applied.rows.map((r) => r.name),
-    ['001-initial', '002-data-version', '003-insert-pets', '004-insert-pets-lock-wait'],
+    [
+      '001-initial',
+      '002-data-version',
+      '003-insert-pets',
+      '004-insert-pets-lock-wait',
+      '005-idempotency-claim-token',
+    ],
   )
   // A session lock would stay behind on the server connection PgBouncer gave its statement to.
   assert.equal(await advisoryLocks(db.name), 0)

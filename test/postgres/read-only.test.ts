@@ -70,6 +70,7 @@ const WRITES: { what: string; write: (store: PostgresStore, n: number) => Promis
         now: new Date(),
         retentionMs: 60_000,
         leaseMs: 10_000,
+        token: `token-${n}`,
       }),
   },
   {
@@ -109,6 +110,7 @@ describe('postgres read-only: the store', () => {
       now: new Date(),
       retentionMs: 60_000,
       leaseMs: 10_000,
+      token: 'token-1',
     }
     const version = await store.dataVersion()
 
@@ -117,7 +119,10 @@ describe('postgres read-only: the store', () => {
 
     await assert.rejects(store.createPet({ name: 'refused', categoryId: 1n }), isReadOnly)
     await assert.rejects(
-      store.createPet({ name: 'refused', categoryId: 1n }, { apiKeyId: record.id, key: 'k' }),
+      store.createPet(
+        { name: 'refused', categoryId: 1n },
+        { apiKeyId: record.id, key: 'k', token: 't' },
+      ),
       isReadOnly,
     )
     await assert.rejects(store.insertPets([{ name: 'seeded', categoryId: 2n }]), isReadOnly)

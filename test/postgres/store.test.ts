@@ -24,7 +24,13 @@ test('postgres: instances starting together apply each migration exactly once', 
   const { rows } = await client.query('SELECT name FROM kysely_migration ORDER BY name')
   assert.deepEqual(
     rows.map((r) => r.name),
-    ['001-initial', '002-data-version', '003-insert-pets', '004-insert-pets-lock-wait'],
+    [
+      '001-initial',
+      '002-data-version',
+      '003-insert-pets',
+      '004-insert-pets-lock-wait',
+      '005-idempotency-claim-token',
+    ],
   )
 })
 

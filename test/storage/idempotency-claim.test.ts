@@ -16,6 +16,7 @@ const claimAt = (ms: number, requestHash = 'h1'): IdempotencyClaimRequest => ({
   now: new Date(t0 + ms),
   retentionMs: DAY,
   leaseMs: LEASE,
+  token: 't1',
 })
 
 const inProgress: IdempotencyRow = {

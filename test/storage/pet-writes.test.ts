@@ -55,12 +55,15 @@ test('a batch of every size gets its ids in order, one per create, across the ch
 test('each idempotency claim a batch completes points at its own pet', async (t) => {
   const db = await migrated()
   t.after(() => db.close())
-  const claim = db.prepare("INSERT INTO idempotency_keys VALUES ('key-1', ?, 'hash', NULL, 0, 100)")
+  const claim = db.prepare(
+    "INSERT INTO idempotency_keys VALUES ('key-1', ?, 'hash', NULL, 0, 100, 'token-' || ?)",
+  )
   const items: CreateItem[] = Array.from({ length: 7 }, (_, i) => ({
     pet: { name: `pet ${i}`, categoryId: 1n },
-    completes: i % 2 === 0 ? { apiKeyId: 'key-1', key: `idem-${i}` } : undefined,
+    completes:
+      i % 2 === 0 ? { apiKeyId: 'key-1', key: `idem-${i}`, token: `token-idem-${i}` } : undefined,
   }))
-  for (const item of items) if (item.completes) claim.run(item.completes.key)
+  for (const item of items) if (item.completes) claim.run(item.completes.key, item.completes.key)
   const ids = createTransaction(db)(items)
   assert.deepEqual(
     db

@@ -65,6 +65,7 @@ test('sqlite migration 002: pets rebuilt with the same rows, counter, index and 
   assert.deepEqual(db.prepare('SELECT name FROM kysely_migration ORDER BY name').pluck().all(), [
     '001-initial',
     '002-pets-status-check-as-comparisons',
+    '003-idempotency-claim-token',
   ])
   assert.equal(
     db.prepare(PETS_SQL).pluck().get(),
@@ -80,9 +81,10 @@ test('sqlite migration 002: pets rebuilt with the same rows, counter, index and 
     db.prepare('SELECT * FROM pets WHERE id < 5 ORDER BY id').raw(true).all(),
     petsBefore,
   )
+  // The same records, with migration 003's claim_token (none for claims made before it).
   assert.deepEqual(
     db.prepare('SELECT * FROM idempotency_keys ORDER BY idempotency_key').all(),
-    keysBefore,
+    keysBefore.map((row) => ({ ...(row as object), claim_token: null })),
   )
   assert.deepEqual(db.prepare('SELECT name, seq FROM sqlite_sequence').all(), [
     { name: 'pets', seq: 5n },

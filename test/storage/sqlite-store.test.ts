@@ -42,7 +42,11 @@ test('sqlite: migrating an up-to-date database changes nothing', async (t) => {
   const db = new Database(path, { readonly: true })
   t.after(() => db.close())
   const names = db.prepare('SELECT name FROM kysely_migration ORDER BY name').pluck().all()
-  assert.deepEqual(names, ['001-initial', '002-pets-status-check-as-comparisons'])
+  assert.deepEqual(names, [
+    '001-initial',
+    '002-pets-status-check-as-comparisons',
+    '003-idempotency-claim-token',
+  ])
 })
 
 test('sqlite: an in-memory store is migrated on its own connection', async (t) => {

@@ -5,6 +5,7 @@ import type {
   ApiKeyRecord,
   DataVersion,
   IdempotencyClaimRequest,
+  Pet,
   PetStatus,
   Store,
 } from '../../src/storage/store.js'
@@ -129,6 +130,7 @@ export function storeContract(adapter: string, open: OpenStore): void {
         now,
         retentionMs: 24 * HOUR,
         leaseMs: 60_000,
+        token: 't1',
       }
       assert.deepEqual(await store.claimIdempotencyKey(req), { outcome: 'claimed' })
       assert.deepEqual(await store.claimIdempotencyKey(req), { outcome: 'in_progress' })
@@ -141,7 +143,7 @@ export function storeContract(adapter: string, open: OpenStore): void {
       })
       const pet = await store.createPet(
         { name: 'x', categoryId: 1n },
-        { apiKeyId: 'k1', key: 'abc' },
+        { apiKeyId: 'k1', key: 'abc', token: 't1' },
       )
       assert.deepEqual(await store.claimIdempotencyKey(req), {
         outcome: 'completed',
@@ -172,13 +174,19 @@ export function storeContract(adapter: string, open: OpenStore): void {
         now,
         retentionMs: 24 * HOUR,
         leaseMs: 60_000,
+        token: 't1',
       }
       assert.deepEqual(await store.claimIdempotencyKey(req), { outcome: 'claimed' })
       const afterLease = new Date(now.getTime() + 60_000)
-      assert.deepEqual(await store.claimIdempotencyKey({ ...req, now: afterLease }), {
+      assert.deepEqual(await store.claimIdempotencyKey({ ...req, now: afterLease, token: 't2' }), {
         outcome: 'claimed',
       })
-      await store.releaseIdempotencyKey({ apiKeyId: 'k1', key: 'abc' })
+      // The first claim's token no longer frees the key; the second's does.
+      await store.releaseIdempotencyKey({ apiKeyId: 'k1', key: 'abc', token: 't1' })
+      assert.deepEqual(await store.claimIdempotencyKey({ ...req, now: afterLease, token: 't3' }), {
+        outcome: 'in_progress',
+      })
+      await store.releaseIdempotencyKey({ apiKeyId: 'k1', key: 'abc', token: 't2' })
       assert.deepEqual(await store.claimIdempotencyKey({ ...req, requestHash: 'other' }), {
         outcome: 'claimed',
       })
@@ -194,13 +202,14 @@ export function storeContract(adapter: string, open: OpenStore): void {
         now,
         retentionMs: 24 * HOUR,
         leaseMs: 60_000,
+        token: 't1',
       }
       await store.claimIdempotencyKey(req)
       const pet = await store.createPet(
         { name: 'x', categoryId: 1n },
-        { apiKeyId: 'k1', key: 'done' },
+        { apiKeyId: 'k1', key: 'done', token: 't1' },
       )
-      await store.releaseIdempotencyKey({ apiKeyId: 'k1', key: 'done' })
+      await store.releaseIdempotencyKey({ apiKeyId: 'k1', key: 'done', token: 't1' })
       assert.deepEqual(await store.claimIdempotencyKey(req), {
         outcome: 'completed',
         petId: pet.id,
@@ -211,6 +220,59 @@ export function storeContract(adapter: string, open: OpenStore): void {
       assert.deepEqual(await store.claimIdempotencyKey({ ...req, requestHash: 'h9' }), {
         outcome: 'claimed',
       })
+    })
+
+    test('a create whose claim was released or taken over adds nothing; the rest of its batch is stored', async (t) => {
+      const store = await open(t)
+      const now = new Date('2026-03-01T00:00:00Z')
+      const claim = (key: string, token: string, at = now) =>
+        store.claimIdempotencyKey({
+          apiKeyId: 'k1',
+          key,
+          requestHash: 'h1',
+          now: at,
+          retentionMs: 24 * HOUR,
+          leaseMs: 60_000,
+          token,
+        })
+      await claim('released', 'r1')
+      await store.releaseIdempotencyKey({ apiKeyId: 'k1', key: 'released', token: 'r1' })
+      await claim('taken-over', 'o1')
+      assert.deepEqual(await claim('taken-over', 'o2', new Date(now.getTime() + 60_000)), {
+        outcome: 'claimed',
+      })
+      await claim('held', 'h1')
+      // Submitted together: one batch, one transaction.
+      const settled = await Promise.allSettled([
+        store.createPet({ name: 'plain', categoryId: 1n }),
+        store.createPet(
+          { name: 'released', categoryId: 1n },
+          { apiKeyId: 'k1', key: 'released', token: 'r1' },
+        ),
+        store.createPet(
+          { name: 'stale', categoryId: 1n },
+          { apiKeyId: 'k1', key: 'taken-over', token: 'o1' },
+        ),
+        store.createPet(
+          { name: 'held', categoryId: 1n },
+          { apiKeyId: 'k1', key: 'held', token: 'h1' },
+        ),
+      ])
+      assert.deepEqual(
+        settled.map((s) => (s.status === 'fulfilled' ? s.value.name : (s.reason as Error).name)),
+        ['plain', 'ClaimReleasedError', 'ClaimReleasedError', 'held'],
+      )
+      const names = (await store.listPets({ afterId: null, status: null, limit: 10 })).map(
+        (p) => p.name,
+      )
+      assert.deepEqual(names, ['plain', 'held'])
+      // The claim taken over is still the new holder's, in progress; the released key is free.
+      assert.deepEqual(await claim('taken-over', 'o3', new Date(now.getTime() + 60_001)), {
+        outcome: 'in_progress',
+      })
+      assert.deepEqual(await claim('released', 'r2'), { outcome: 'claimed' })
+      const held = settled[3] as PromiseFulfilledResult<Pet>
+      assert.deepEqual(await claim('held', 'h2'), { outcome: 'completed', petId: held.value.id })
     })
 
     test('idempotency records per API key are capped: the oldest completed go, none in progress', async (t) => {
@@ -225,9 +287,13 @@ export function storeContract(adapter: string, open: OpenStore): void {
           now: new Date(start + 1000 * second++),
           retentionMs: 24 * HOUR,
           leaseMs: HOUR,
+          token: `${apiKeyId}/${key}`,
         })
       const complete = (apiKeyId: string, key: string) =>
-        store.createPet({ name: key, categoryId: 1n }, { apiKeyId, key })
+        store.createPet(
+          { name: key, categoryId: 1n },
+          { apiKeyId, key, token: `${apiKeyId}/${key}` },
+        )
 
       assert.deepEqual(await claim('k2', 'other'), { outcome: 'claimed' })
       const other = await complete('k2', 'other')

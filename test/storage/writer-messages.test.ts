@@ -11,7 +11,7 @@ test('a batch crosses to the writer thread as one string and comes back the same
     },
     {
       pet: { name: 'é "日本" \\ 🐶\n', categoryId: -9223372036854775808n },
-      completes: { apiKeyId: 'a1b2c3d4e5f6', key: 'order-7' },
+      completes: { apiKeyId: 'a1b2c3d4e5f6', key: 'order-7', token: 'c9f1' },
     },
     { pet: { name: 'x', categoryId: 0n, status: 'pending' }, completes: undefined },
   ]

@@ -3,6 +3,7 @@
 // arriving when the answer comes).
 import assert from 'node:assert/strict'
 import { connect, type Socket } from 'node:net'
+import { TLSSocket } from 'node:tls'
 
 export interface RawAnswer {
   status: number
@@ -135,13 +136,17 @@ export class RawConnection {
   private ended = false
   private wake: (() => void) | null = null
   readonly closed: Promise<void>
+  /** The socket's error code (ECONNRESET, EPIPE...), once it failed. */
+  error: string | undefined
 
   private constructor(private readonly socket: Socket) {
     socket.on('data', (chunk: Buffer) => {
       this.buffer = Buffer.concat([this.buffer, chunk])
       this.notify()
     })
-    socket.on('error', () => {})
+    socket.on('error', (err: NodeJS.ErrnoException) => {
+      this.error ??= err.code
+    })
     this.closed = new Promise((resolve) =>
       socket.once('close', () => {
         this.ended = true
@@ -151,16 +156,39 @@ export class RawConnection {
     )
   }
 
-  static open(port: number): Promise<RawConnection> {
+  /** A connection to 127.0.0.1:port, or the one `open` makes (e.g. over TLS), once it is up. */
+  static open(port: number, open?: () => Socket): Promise<RawConnection> {
     return new Promise((resolve, reject) => {
-      const socket = connect(port, '127.0.0.1')
-      socket.once('connect', () => resolve(new RawConnection(socket)))
+      const socket = open?.() ?? connect(port, '127.0.0.1')
+      const up = socket instanceof TLSSocket ? 'secureConnect' : 'connect'
+      socket.once(up, () => resolve(new RawConnection(socket)))
       socket.once('error', reject)
     })
   }
 
-  write(text: string): void {
+  write(text: string | Buffer): void {
     this.socket.write(text)
+  }
+
+  /**
+   * Writes `bytes` as a client with nothing else to do: true once they are all handed to the
+   * kernel, false when the connection failed or closed first.
+   */
+  send(bytes: Buffer): Promise<boolean> {
+    if (this.socket.destroyed) return Promise.resolve(false)
+    return new Promise((resolve) => {
+      const closed = () => resolve(false)
+      this.socket.once('close', closed)
+      this.socket.write(bytes, (err) => {
+        this.socket.off('close', closed)
+        resolve(err == null)
+      })
+    })
+  }
+
+  /** Sends a FIN: the client has nothing more to send. */
+  end(): void {
+    this.socket.end()
   }
 
   destroy(): void {

@@ -7,10 +7,11 @@ import { join } from 'node:path'
 import { after, type TestContext } from 'node:test'
 import { buildApp } from '../../src/app.js'
 import { createApiKey } from '../../src/auth/api-keys.js'
-import { manualClock } from '../../src/clock.js'
+import { type Clock, manualClock } from '../../src/clock.js'
 import { type Config, configWith } from '../../src/config.js'
 import { loadTls } from '../../src/http/tls.js'
 import type { Metrics } from '../../src/observability/metrics.js'
+import type { Store } from '../../src/storage/store.js'
 import { testStore } from './app.js'
 
 export interface Certificate {
@@ -74,6 +75,9 @@ export interface TlsServer {
   origin: string
   port: number
   key: string
+  /** The store and clock the app was built with: for more keys. */
+  store: Store
+  clock: Clock
   close(): Promise<void>
 }
 
@@ -115,5 +119,5 @@ export async function tlsServer(
   }
   t.after(close)
   const port = (app.server.address() as { port: number }).port
-  return { origin: `https://127.0.0.1:${port}`, port, key, close }
+  return { origin: `https://127.0.0.1:${port}`, port, key, store, clock, close }
 }

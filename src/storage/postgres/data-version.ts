@@ -1,15 +1,18 @@
 // The data_version row (migration 002), read once for every caller waiting together.
+import { type Deadline, earliest } from '../deadline.js'
 import type { DataVersion } from '../store.js'
 import type { PooledStatements } from './statements.js'
 
 interface Waiter {
   resolve: (version: DataVersion) => void
   reject: (e: unknown) => void
+  deadline: Deadline | undefined
 }
 
 /**
  * One read is in flight at a time; callers arriving meanwhile share the next, sent after all of
- * them asked, so it sees every commit acknowledged before any of them did.
+ * them asked, so it sees every commit acknowledged before any of them did. Each read is bounded by
+ * the earliest deadline of those sharing it, so no caller waits past its own.
  */
 export class SharedVersionRead {
   private waiters: Waiter[] = []
@@ -17,9 +20,9 @@ export class SharedVersionRead {
 
   constructor(private readonly db: PooledStatements) {}
 
-  read(): Promise<DataVersion> {
+  read(deadline?: Deadline): Promise<DataVersion> {
     return new Promise((resolve, reject) => {
-      this.waiters.push({ resolve, reject })
+      this.waiters.push({ resolve, reject, deadline })
       if (!this.reading) void this.readForWaiters()
     })
   }
@@ -34,6 +37,7 @@ export class SharedVersionRead {
           'data-version',
           'SELECT pets, api_keys FROM data_version',
           [],
+          earliest(waiting.map((w) => w.deadline)),
         )
         const version = { pets: Number(row!.pets), keys: Number(row!.api_keys) }
         for (const w of waiting) w.resolve(version)

@@ -93,4 +93,57 @@ export const postgresMigrations: Record<string, Migration> = {
         END $$`.execute(db)
     },
   },
+  '005-idempotency-claim-token': {
+    // Creates complete only the claim they were made under (store.ts IdempotencyClaimRef), and
+    // never commit past the caller's deadline. Claims are locked first, so a release waits for
+    // the create's commit or finds the claim free to delete, never a pet about to be added.
+    async up(db: Kysely<unknown>) {
+      await sql`ALTER TABLE idempotency_keys ADD COLUMN claim_token TEXT`.execute(db)
+      await sql`CREATE FUNCTION insert_pets(
+          names TEXT[], category_ids BIGINT[], statuses TEXT[], created BIGINT,
+          claim_api_key_ids TEXT[], claim_keys TEXT[], claim_tokens TEXT[],
+          lock_wait_ms BIGINT, deadline_ms BIGINT
+        ) RETURNS TABLE (id BIGINT) LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+        BEGIN
+          PERFORM set_config('lock_timeout', lock_wait_ms || 'ms', true);
+          PERFORM pg_advisory_xact_lock(${sql.lit(PET_INSERT_LOCK)});
+          RETURN QUERY
+            WITH items AS (
+              SELECT * FROM unnest(names, category_ids, statuses, claim_api_key_ids, claim_keys)
+                WITH ORDINALITY AS t(name, category_id, status, api_key_id, idempotency_key, ord)
+            ),
+            held AS (
+              SELECT c.ord FROM idempotency_keys k
+              JOIN unnest(claim_api_key_ids, claim_keys, claim_tokens) WITH ORDINALITY
+                AS c(api_key_id, idempotency_key, token, ord)
+                ON k.api_key_id = c.api_key_id AND k.idempotency_key = c.idempotency_key
+              WHERE k.pet_id IS NULL AND k.claim_token = c.token
+              FOR UPDATE OF k
+            ),
+            kept AS (
+              SELECT i.*, row_number() OVER (ORDER BY i.ord) AS n FROM items i
+              WHERE i.api_key_id IS NULL OR i.ord IN (SELECT h.ord FROM held h)
+            ),
+            inserted AS (
+              INSERT INTO pets (name, category_id, status, created_at)
+              SELECT k.name, k.category_id, k.status, created FROM kept k ORDER BY k.ord
+              RETURNING pets.id
+            ),
+            numbered AS (SELECT i.id, row_number() OVER (ORDER BY i.id) AS n FROM inserted i),
+            completed AS (
+              UPDATE idempotency_keys k SET pet_id = n.id, locked_until = NULL
+              FROM numbered n JOIN kept ON kept.n = n.n
+              WHERE k.api_key_id = kept.api_key_id AND k.idempotency_key = kept.idempotency_key
+            )
+            SELECT n.id FROM items i
+            LEFT JOIN kept ON kept.ord = i.ord LEFT JOIN numbered n ON n.n = kept.n
+            ORDER BY i.ord;
+          -- Past its caller's deadline the caller has answered 503: nothing commits after that.
+          IF clock_timestamp() > statement_timestamp() + deadline_ms * interval '1 millisecond' THEN
+            RAISE EXCEPTION 'insert_pets ran past its deadline of % ms', deadline_ms
+              USING ERRCODE = 'query_canceled';
+          END IF;
+        END $$`.execute(db)
+    },
+  },
 }

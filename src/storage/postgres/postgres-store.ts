@@ -54,17 +54,21 @@ export class PostgresStore implements domain.Store {
     this.creates = new AsyncWriteBatcher((items) => this.pets.commitCreates(items))
   }
 
-  listPets(query: domain.PetPageQuery): Promise<domain.Pet[]> {
-    return this.pets.page(query)
+  listPets(query: domain.PetPageQuery, deadline?: domain.Deadline): Promise<domain.Pet[]> {
+    return this.pets.page(query, deadline)
   }
 
-  getPet(id: bigint): Promise<domain.Pet | null> {
-    return this.pets.byId(id)
+  getPet(id: bigint, deadline?: domain.Deadline): Promise<domain.Pet | null> {
+    return this.pets.byId(id, deadline)
   }
 
-  createPet(pet: domain.NewPet, completes?: domain.IdempotencyRef): Promise<domain.Pet> {
+  createPet(
+    pet: domain.NewPet,
+    completes?: domain.IdempotencyClaimRef,
+    deadline?: domain.Deadline,
+  ): Promise<domain.Pet> {
     if (this.closed) return Promise.reject(new Error('store is closed'))
-    return this.creates.submit({ pet, completes })
+    return this.creates.submit({ pet, completes, deadline })
   }
 
   async insertPets(pets: domain.NewPet[]): Promise<void> {
@@ -77,8 +81,11 @@ export class PostgresStore implements domain.Store {
     return this.idempotency.claim(req)
   }
 
-  releaseIdempotencyKey(ref: domain.IdempotencyRef): Promise<void> {
-    return this.idempotency.release(ref)
+  releaseIdempotencyKey(
+    ref: domain.IdempotencyClaimRef,
+    deadline?: domain.Deadline,
+  ): Promise<void> {
+    return this.idempotency.release(ref, deadline)
   }
 
   deleteIdempotencyKeysBefore(cutoff: Date): Promise<number> {
@@ -106,8 +113,8 @@ export class PostgresStore implements domain.Store {
   }
 
   /** The data_version row, which commits to pets and to api_keys move. */
-  dataVersion(): Promise<domain.DataVersion> {
-    return this.version.read()
+  dataVersion(deadline?: domain.Deadline): Promise<domain.DataVersion> {
+    return this.version.read(deadline)
   }
 
   async ping(): Promise<void> {

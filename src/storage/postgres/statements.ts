@@ -3,6 +3,8 @@
 // on the server but named statements, and those only on a direct connection: behind a pooler in
 // transaction mode each transaction may run on another server connection.
 import type pg from 'pg'
+import { type Deadline, remainingMs } from '../deadline.js'
+import type { StorageUnavailableError } from '../errors.js'
 import { unavailableOr, unavailableToConnect } from './unavailability.js'
 
 export interface StatementOptions {
@@ -25,6 +27,11 @@ export function beginBounded(timeoutMs: number): string {
   return `BEGIN; SET LOCAL statement_timeout = ${ms}; SET LOCAL idle_in_transaction_session_timeout = ${ms}`
 }
 
+/** The statements of one transaction, each bounded by what is left of the deadline. */
+export interface Transaction {
+  query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>
+}
+
 export class PooledStatements {
   private readonly begin: string
 
@@ -44,20 +51,42 @@ export class PooledStatements {
     return this.opts.prepared ? { name, text, values } : { text, values }
   }
 
-  /** A pooled connection; any failure to get one is unavailability (unavailableToConnect). */
-  private async connect(): Promise<pg.PoolClient> {
+  /** Milliseconds a wait may take now, at most the timeout; unavailability once none are left. */
+  budget(deadline: Deadline | undefined): number {
+    const ms = remainingMs(deadline, this.opts.timeoutMs)
+    if (ms <= 0) throw outOfTime()
+    return ms
+  }
+
+  /**
+   * A pooled connection within `ms`; any failure to get one is unavailability. The pool's own
+   * bound is the whole timeout, so a shorter wait races it, only when no idle connection is there.
+   */
+  private async connect(ms: number): Promise<pg.PoolClient> {
+    const promptly = ms >= this.opts.timeoutMs || this.pool.idleCount > 0
+    const connecting = this.pool.connect()
     try {
-      return await this.pool.connect()
+      if (promptly) return await connecting
+      return await withinMs(connecting, ms, (late) => late.release())
     } catch (err) {
       throw unavailableToConnect(err)
     }
   }
 
+  /** `config` bounded by the time left (pg's own per-query bound). */
+  private bounded(config: pg.QueryConfig, deadline: Deadline | undefined): pg.QueryConfig {
+    if (deadline === undefined) return config
+    return { ...config, query_timeout: this.budget(deadline) } as pg.QueryConfig
+  }
+
   /** One statement on a pooled connection (pool.query, with connect's classification). */
-  async run<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>> {
-    const client = await this.connect()
+  async run<R extends pg.QueryResultRow>(
+    config: pg.QueryConfig,
+    deadline?: Deadline,
+  ): Promise<pg.QueryResult<R>> {
+    const client = await this.connect(this.budget(deadline))
     try {
-      const result = await client.query<R>(config)
+      const result = await client.query<R>(this.bounded(config, deadline))
       client.release()
       return result
     } catch (err) {
@@ -73,23 +102,55 @@ export class PooledStatements {
     name: string,
     text: string,
     values: unknown[],
+    deadline?: Deadline,
   ): Promise<R[]> {
-    return (await this.run<R>(this.statement(name, text, values))).rows
+    return (await this.run<R>(this.statement(name, text, values), deadline)).rows
   }
 
-  async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.connect()
+  async transaction<T>(work: (tx: Transaction) => Promise<T>, deadline?: Deadline): Promise<T> {
+    const client = await this.connect(this.budget(deadline))
+    const tx: Transaction = { query: (config) => client.query(this.bounded(config, deadline)) }
     try {
-      await client.query(this.begin)
-      const result = await work(client)
-      await client.query('COMMIT')
+      const ms = this.budget(deadline)
+      await client.query(
+        this.bounded({ text: ms >= this.opts.timeoutMs ? this.begin : beginBounded(ms) }, deadline),
+      )
+      const result = await work(tx)
+      await tx.query({ text: 'COMMIT' })
       client.release()
       return result
     } catch (err) {
-      // A client that failed mid-transaction may be broken: destroy it rather than reuse it.
-      await client.query('ROLLBACK').catch(() => undefined)
+      // Closing the connection ends the transaction on the server: no ROLLBACK to wait for, which
+      // a server that stopped answering would make take another timeout.
       client.release(true)
       throw unavailableOr(err)
     }
   }
+}
+
+/** The statements that were not answered in time: the same answer as an unreachable server. */
+function outOfTime(): StorageUnavailableError {
+  return unavailableToConnect(new Error("the request's database deadline passed"))
+}
+
+/** `promise`, or a rejection after `ms`; a value that comes too late goes to `late`. */
+function withinMs<T>(promise: Promise<T>, ms: number, late: (value: T) => void): Promise<T> {
+  return new Promise((resolve, reject) => {
+    let timedOut = false
+    const timer = setTimeout(() => {
+      timedOut = true
+      reject(new Error(`no connection within ${Math.ceil(ms)} ms`))
+    }, ms)
+    promise.then(
+      (value) => {
+        clearTimeout(timer)
+        if (timedOut) late(value)
+        else resolve(value)
+      },
+      (err) => {
+        clearTimeout(timer)
+        reject(err)
+      },
+    )
+  })
 }

@@ -6,6 +6,11 @@ import { StorageUnavailableError } from '../errors.js'
 
 /** The code the writer thread reports when the path names another file than the store's. */
 export const FILE_REPLACED = 'PETSTORE_FILE_REPLACED'
+/**
+ * The code of a write whose writer thread died while holding it: it may have committed before the
+ * thread died, or not, so it is failed as a fault that a retry (with its Idempotency-Key) cures.
+ */
+export const WRITER_DIED = 'PETSTORE_WRITER_DIED'
 
 const REPLACED_MESSAGE = 'the database file was removed or replaced; restart the service'
 const IO_MESSAGE = 'the database file cannot be read or written; retry later'
@@ -20,6 +25,7 @@ const MESSAGES: readonly (readonly [code: string, message: string])[] = [
   ['SQLITE_CANTOPEN', 'the database file cannot be opened; retry later'],
   ['SQLITE_BUSY', 'the database is locked by another connection; retry later'],
   [FILE_REPLACED, REPLACED_MESSAGE],
+  [WRITER_DIED, 'the write was interrupted and may have been stored; retry later'],
 ]
 
 /** Whether `err` carries the SQLite (or system) error `code` or one of its extended codes. */

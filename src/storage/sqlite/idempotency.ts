@@ -2,7 +2,7 @@
 import type Database from 'better-sqlite3'
 import type { IdempotencyCap } from '../idempotency-cap.js'
 import { decideIdempotencyClaim, type IdempotencyRow } from '../idempotency-claim.js'
-import type { IdempotencyClaim, IdempotencyClaimRequest, IdempotencyRef } from '../store.js'
+import type { IdempotencyClaim, IdempotencyClaimRef, IdempotencyClaimRequest } from '../store.js'
 
 export class SqliteIdempotency {
   private readonly find
@@ -20,15 +20,16 @@ export class SqliteIdempotency {
     this.find = db.prepare<[string, string], IdempotencyRow>(
       'SELECT request_hash, pet_id, created_at, locked_until FROM idempotency_keys WHERE api_key_id = ? AND idempotency_key = ?',
     )
-    this.upsert = db.prepare<[string, string, string, number, number]>(
-      `INSERT INTO idempotency_keys (api_key_id, idempotency_key, request_hash, pet_id, created_at, locked_until)
-         VALUES (?, ?, ?, NULL, ?, ?)
+    this.upsert = db.prepare<[string, string, string, number, number, string]>(
+      `INSERT INTO idempotency_keys
+           (api_key_id, idempotency_key, request_hash, pet_id, created_at, locked_until, claim_token)
+         VALUES (?, ?, ?, NULL, ?, ?, ?)
          ON CONFLICT (api_key_id, idempotency_key) DO UPDATE SET
-           request_hash = excluded.request_hash, pet_id = NULL,
-           created_at = excluded.created_at, locked_until = excluded.locked_until`,
+           request_hash = excluded.request_hash, pet_id = NULL, created_at = excluded.created_at,
+           locked_until = excluded.locked_until, claim_token = excluded.claim_token`,
     )
-    this.releaseOne = db.prepare<[string, string]>(
-      'DELETE FROM idempotency_keys WHERE api_key_id = ? AND idempotency_key = ? AND pet_id IS NULL',
+    this.releaseOne = db.prepare<[string, string, string]>(
+      'DELETE FROM idempotency_keys WHERE api_key_id = ? AND idempotency_key = ? AND pet_id IS NULL AND claim_token = ?',
     )
     this.deleteOlder = db.prepare<[number]>('DELETE FROM idempotency_keys WHERE created_at < ?')
     this.countOfApiKey = db
@@ -51,7 +52,7 @@ export class SqliteIdempotency {
     const now = req.now.getTime()
     const decided = decideIdempotencyClaim(this.find.get(req.apiKeyId, req.key), req)
     if (decided.outcome !== 'claimed') return decided
-    this.upsert.run(req.apiKeyId, req.key, req.requestHash, now, now + req.leaseMs)
+    this.upsert.run(req.apiKeyId, req.key, req.requestHash, now, now + req.leaseMs, req.token)
     if (this.cap.claimed(req.apiKeyId)) this.trim(req.apiKeyId)
     return { outcome: 'claimed' }
   }
@@ -65,8 +66,8 @@ export class SqliteIdempotency {
     this.cap.counted(apiKeyId, count - changes)
   }
 
-  release(ref: IdempotencyRef): void {
-    this.releaseOne.run(ref.apiKeyId, ref.key)
+  release(ref: IdempotencyClaimRef): void {
+    this.releaseOne.run(ref.apiKeyId, ref.key, ref.token)
   }
 
   /** Deletes the records created before `cutoff`; returns how many. */

@@ -5,4 +5,5 @@
 export const SQLITE_MIGRATION_NAMES: readonly string[] = [
   '001-initial',
   '002-pets-status-check-as-comparisons',
+  '003-idempotency-claim-token',
 ]

@@ -39,4 +39,10 @@ export const sqliteMigrations: Record<string, Migration> = {
       }
     },
   },
+  '003-idempotency-claim-token': {
+    // Which claim of a key a create completes, or a release frees (store.ts IdempotencyClaimRef).
+    async up(db: Kysely<unknown>) {
+      await sql`ALTER TABLE idempotency_keys ADD COLUMN claim_token TEXT`.execute(db)
+    },
+  },
 }

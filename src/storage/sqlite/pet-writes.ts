@@ -61,22 +61,37 @@ export function petInserter(
   }
 }
 
-/** Inserts a batch in one IMMEDIATE transaction (one WAL sync) and returns the new ids in order. */
+/** Where a create was refused, in place of its id: no pet has it (ids start at 1). */
+export const CLAIM_RELEASED_ID = 0n
+
+/**
+ * Inserts a batch in one IMMEDIATE transaction (one WAL sync) and returns the new ids in order. A
+ * create whose idempotency claim is no longer held (released or taken over) is left out, with
+ * CLAIM_RELEASED_ID in its place: its request was answered as failed and may be retried.
+ */
 export function createTransaction(db: Database.Database): (items: CreateItem[]) => bigint[] {
   const insertPets = petInserter(db)
+  const held = db.prepare<[string, string, string]>(
+    'SELECT 1 FROM idempotency_keys WHERE api_key_id = ? AND idempotency_key = ? AND pet_id IS NULL AND claim_token = ?',
+  )
   const completeIdempotency = db.prepare<[bigint, string, string]>(
     'UPDATE idempotency_keys SET pet_id = ?, locked_until = NULL WHERE api_key_id = ? AND idempotency_key = ?',
   )
+  const isHeld = ({ completes: c }: CreateItem) =>
+    c === undefined || held.get(c.apiKeyId, c.key, c.token) !== undefined
   const commit = db.transaction((items: CreateItem[]): bigint[] => {
-    const ids = insertPets(
-      items.map((item) => item.pet),
+    const kept = items.every(isHeld) ? items : items.filter(isHeld)
+    const keptIds = insertPets(
+      kept.map((item) => item.pet),
       Date.now(),
     )
-    for (let i = 0; i < items.length; i++) {
-      const completes = items[i]!.completes
-      if (completes) completeIdempotency.run(ids[i]!, completes.apiKeyId, completes.key)
+    for (let i = 0; i < kept.length; i++) {
+      const completes = kept[i]!.completes
+      if (completes) completeIdempotency.run(keptIds[i]!, completes.apiKeyId, completes.key)
     }
-    return ids
+    if (kept === items) return keptIds
+    const ids = new Map(kept.map((item, i) => [item, keptIds[i]!]))
+    return items.map((item) => ids.get(item) ?? CLAIM_RELEASED_ID)
   })
   return (items) => commit.immediate(items)
 }

@@ -8,7 +8,7 @@ import { PET_JSON_BY_ID } from './pet-row.js'
 /** Page cache: enough for the id tree's interior pages, which every lookup reads, not its leaves. */
 const CACHE_KIB = 4096
 
-/** A connection of its own: a transaction left open on the main one would hold back its writes. */
+/** A read-only connection of its own: its open transaction takes in no write, holds no other read. */
 export class SnapshotReader {
   private readonly db: BetterSqlite3.Database
   private readonly begin: BetterSqlite3.Statement

@@ -2,102 +2,112 @@
 import type Database from 'better-sqlite3'
 import { AsyncWriteBatcher } from '../async-write-batcher.js'
 import type { CreateItem } from '../create-item.js'
+import { ClaimReleasedError } from '../errors.js'
 import { DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY, IdempotencyCap } from '../idempotency-cap.js'
 import type * as domain from '../store.js'
 import { SqliteApiKeys } from './api-keys.js'
 import { SqliteDataVersion } from './data-version.js'
-import { DatabaseFile, writeProbe } from './faults.js'
-import { SqliteIdempotency } from './idempotency.js'
+import { DatabaseFile, hasCode, WRITER_DIED } from './faults.js'
 import { openMigrated } from './open-migrated.js'
 import { SqlitePetReads } from './pet-reads.js'
 import { toPet } from './pet-row.js'
-import { createTransaction, petInserter } from './pet-writes.js'
+import { CLAIM_RELEASED_ID } from './pet-writes.js'
 import { SnapshotReader } from './snapshot-reader.js'
 import { StoreFaults } from './store-faults.js'
+import { LocalWriter, type StoreWriter } from './store-writer.js'
 import { WalIndexVersion } from './wal-index-version.js'
-import { SqliteWriter } from './writer.js'
+import { type SpawnWriter, SqliteWriter } from './writer.js'
+import { SqliteWrites } from './writes.js'
+
+/** How the store is opened; `spawnWriter` starts another writer thread only in tests. */
+export interface SqliteStoreOptions {
+  idempotencyKeysPerApiKey?: number
+  spawnWriter?: SpawnWriter
+}
 
 /**
- * Opens the store: the main connection for reads and rare writes, a writer thread for the creates
- * (except in memory, which a thread cannot share: creates then commit on the main connection).
+ * Opens the store: the main connection for reads, a writer thread for every write (except in
+ * memory, which a thread cannot share: writes then run on the main connection).
  */
 export async function openSqliteStore(
   path: string,
-  opts: { idempotencyKeysPerApiKey?: number } = {},
+  opts: SqliteStoreOptions = {},
 ): Promise<SqliteStore> {
-  const cap = new IdempotencyCap(
-    opts.idempotencyKeysPerApiKey ?? DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY,
-  )
+  const idempotencyKeysPerApiKey =
+    opts.idempotencyKeysPerApiKey ?? DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY
+  const cap = new IdempotencyCap(idempotencyKeysPerApiKey)
   const db = await openMigrated(path)
   if (path === ':memory:') return new SqliteStore(db, null, null, null, cap)
   const file = DatabaseFile.opened(path)
   const walIndex = WalIndexVersion.open(path)
   // Snapshots are reused by data version, which only the WAL index gives exactly (snapshot-reader.ts).
   const reader = walIndex === null ? null : new SnapshotReader(path)
-  const writer = new SqliteWriter(path, file.identity)
+  const data = { path, identity: file.identity, idempotencyKeysPerApiKey }
+  const writer = new SqliteWriter(data, opts.spawnWriter)
   return new SqliteStore(db, writer, walIndex, reader, cap, file)
 }
 
 export class SqliteStore implements domain.Store {
   readonly kind = 'sqlite'
   private readonly pets: SqlitePetReads
-  private readonly idempotency: SqliteIdempotency
   private readonly apiKeys: SqliteApiKeys
   private readonly version: SqliteDataVersion
   private readonly faults: StoreFaults
   private readonly creates: AsyncWriteBatcher<CreateItem, domain.Pet>
-  private readonly bulkInsert: (pets: domain.NewPet[], createdAt: number) => void
+  private readonly writer: StoreWriter
   private readonly pingStatement
-  /** Without a writer thread (in memory), the creates commit on the main connection. */
-  private readonly commitHere: ((items: CreateItem[]) => bigint[]) | null
-  private readonly probeHere: () => void
   private closed = false
 
   constructor(
     private readonly db: Database.Database,
-    private readonly writer: SqliteWriter | null = null,
+    /** The writer thread; null in memory, where the writes run on the main connection. */
+    writer: StoreWriter | null = null,
     /** The version from the file's WAL index; without it, from PRAGMA data_version. */
     walIndex: WalIndexVersion | null = null,
     /** The fast lane's reads by id; without it, they run on the main connection. */
     private readonly reader: SnapshotReader | null = null,
+    /** Counts the records of each API key for the writes on the main connection. */
     idempotencyCap = new IdempotencyCap(DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY),
     /** The file as opened; null in memory. */
     private readonly file: DatabaseFile | null = null,
   ) {
     this.faults = new StoreFaults(file)
-    this.probeHere = writeProbe(db)
     this.pets = new SqlitePetReads(db, reader)
-    this.idempotency = new SqliteIdempotency(db, idempotencyCap)
     this.apiKeys = new SqliteApiKeys(db)
     this.version = new SqliteDataVersion(db, walIndex)
     this.pingStatement = db.prepare<[], { ok: bigint }>('SELECT 1 AS ok')
-    this.commitHere = writer === null ? createTransaction(db) : null
+    this.writer = writer ?? new LocalWriter(new SqliteWrites(db, idempotencyCap), this.version)
     // Group commit: creates arriving while a batch syncs go together in the next one.
     this.creates = new AsyncWriteBatcher((items) => this.commitCreates(items))
-    const insertAll = db.transaction(petInserter(db))
-    this.bulkInsert = (pets, createdAt) => insertAll.immediate(pets, createdAt)
   }
 
-  private async commitCreates(items: CreateItem[]): Promise<domain.Pet[]> {
+  private async commitCreates(items: CreateItem[]): Promise<(domain.Pet | Error)[]> {
     let ids: ArrayLike<bigint>
     try {
       this.faults.throwIfFileFault()
       // The writer thread checks the file after each commit: no pet is acknowledged that a
       // restart would not find.
-      ids = this.commitHere ? this.commitHere(items) : await this.writer!.commit(items)
-      if (this.commitHere) this.version.committed()
+      ids = await this.writer.commit(items)
     } catch (err) {
       throw this.faults.failed(err)
     }
     this.faults.succeeded()
-    return items.map(({ pet }, i) => ({ id: ids[i]!, ...pet }))
+    return items.map(({ pet }, i) =>
+      ids[i] === CLAIM_RELEASED_ID ? new ClaimReleasedError() : { id: ids[i]!, ...pet },
+    )
   }
 
-  /** A commit on the main connection, counted for dataVersion. */
-  private write<T>(work: () => T): T {
-    const result = this.faults.guarded(work)
-    this.version.committed()
-    return result
+  /**
+   * A write other than a create, with its faults mapped. A commit on another connection moves
+   * the data version by itself; LocalWriter counts those on the main connection.
+   */
+  private async write<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      this.faults.throwIfFileFault()
+      return await work()
+    } catch (err) {
+      throw this.faults.failed(err)
+    }
   }
 
   async listPets(query: domain.PetPageQuery): Promise<domain.Pet[]> {
@@ -115,13 +125,15 @@ export class SqliteStore implements domain.Store {
     return this.pets.jsonAt(id, version)
   }
 
-  createPet(pet: domain.NewPet, completes?: domain.IdempotencyRef): Promise<domain.Pet> {
+  createPet(pet: domain.NewPet, completes?: domain.IdempotencyClaimRef): Promise<domain.Pet> {
     if (this.closed) return Promise.reject(new Error('store is closed'))
     return this.creates.submit({ pet, completes })
   }
 
+  /** The deadline is not needed: the writer thread's own wait is bounded (busy_timeout). */
   createPetThen(
     pet: domain.NewPet,
+    _deadline: domain.Deadline | undefined,
     created: (pet: domain.Pet) => void,
     failed: (err: unknown) => void,
   ): void {
@@ -134,23 +146,33 @@ export class SqliteStore implements domain.Store {
     // Creates queued before this call get their ids first, as they would with any other order.
     await this.creates.idle()
     // One transaction, so one WAL sync (synchronous=FULL) makes the whole batch durable at once.
-    this.write(() => this.bulkInsert(pets, Date.now()))
+    await this.write(() => this.writer.insertPets(pets, Date.now()))
   }
 
   async claimIdempotencyKey(req: domain.IdempotencyClaimRequest): Promise<domain.IdempotencyClaim> {
-    return this.write(() => this.idempotency.claim(req))
+    try {
+      return await this.write(() => this.writer.claim(req))
+    } catch (err) {
+      // A claim whose writer thread died may have been written: freed by its own token, so that a
+      // retry is not refused as in progress until the lease ends.
+      if (hasCode(err, WRITER_DIED)) {
+        const ref = { apiKeyId: req.apiKeyId, key: req.key, token: req.token }
+        await this.writer.release(ref).catch(() => {})
+      }
+      throw err
+    }
   }
 
-  async releaseIdempotencyKey(ref: domain.IdempotencyRef): Promise<void> {
-    this.write(() => this.idempotency.release(ref))
+  async releaseIdempotencyKey(ref: domain.IdempotencyClaimRef): Promise<void> {
+    await this.write(() => this.writer.release(ref))
   }
 
   async deleteIdempotencyKeysBefore(cutoff: Date): Promise<number> {
-    return this.write(() => this.idempotency.deleteBefore(cutoff))
+    return this.write(() => this.writer.purge(cutoff))
   }
 
   async insertApiKey(k: domain.ApiKeyRecord): Promise<void> {
-    this.write(() => this.apiKeys.insert(k))
+    await this.write(() => this.writer.insertKey(k))
   }
 
   async findApiKey(id: string): Promise<domain.ApiKeyRecord | null> {
@@ -165,8 +187,9 @@ export class SqliteStore implements domain.Store {
     return this.faults.guarded(() => this.apiKeys.list())
   }
 
+  /** Refused from the next request on: the commit moves the data version before this resolves. */
   async revokeApiKey(id: string, at: Date): Promise<boolean> {
-    return this.write(() => this.apiKeys.revoke(id, at))
+    return this.write(() => this.writer.revokeKey(id, at))
   }
 
   async countApiKeys(): Promise<number> {
@@ -191,8 +214,7 @@ export class SqliteStore implements domain.Store {
     if (fault !== null) throw fault
     try {
       if (!this.faults.failing) this.pingStatement.get()
-      else if (this.writer !== null) await this.writer.probe()
-      else this.probeHere()
+      else await this.writer.probe()
     } catch (err) {
       throw this.faults.failed(err)
     }
@@ -204,7 +226,7 @@ export class SqliteStore implements domain.Store {
     this.closed = true
     this.faults.stop()
     await this.creates.idle()
-    await this.writer?.close()
+    await this.writer.close()
     this.reader?.close()
     this.version.close()
     this.db.close()
@@ -213,7 +235,7 @@ export class SqliteStore implements domain.Store {
 
   /** The main connection, the snapshot reader's, and the writer thread's once it started. */
   stats(): domain.StoreStats {
-    const open = this.closed ? 0 : 1 + (this.reader ? 1 : 0) + (this.writer?.running ? 1 : 0)
+    const open = this.closed ? 0 : 1 + (this.reader ? 1 : 0) + (this.writer.running ? 1 : 0)
     return {
       connections: { inUse: open, idle: 0, waiting: 0 },
       queuedWrites: this.creates.queued,

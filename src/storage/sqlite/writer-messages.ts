@@ -1,19 +1,47 @@
 // What the main thread and the SQLite writer thread (writer-thread.ts) send each other.
-import type { NewPet } from '../store.js'
+import type {
+  ApiKeyRecord,
+  IdempotencyClaimRef,
+  IdempotencyClaimRequest,
+  NewPet,
+} from '../store.js'
 import type { CreateItem } from './pet-writes.js'
 
-export type WriterRequest =
-  | { type: 'commit'; seq: number; batch: string }
-  /** A write that changes nothing (faults.ts writeProbe); answered with no ids. */
-  | { type: 'probe'; seq: number }
-  | { type: 'close' }
+/** Every write of the store; each is answered with the value of its SqliteWrites method. */
+type Write =
+  /** A batch of creates (encodeBatch); answered with their ids as a BigInt64Array. */
+  | { type: 'commit'; batch: string }
+  /** A write that changes nothing (faults.ts writeProbe). */
+  | { type: 'probe' }
+  | { type: 'claim'; request: IdempotencyClaimRequest }
+  | { type: 'release'; ref: IdempotencyClaimRef }
+  | { type: 'purge'; cutoff: Date }
+  | { type: 'insertKey'; key: ApiKeyRecord }
+  | { type: 'revokeKey'; id: string; at: Date }
+  /** The seed's pets, in one transaction. */
+  | { type: 'insertPets'; pets: PetColumns; createdAt: number }
+
+export type WriteRequest = Write & {
+  seq: number
+  /** Date.now() when sent: the time it spends queued counts against its wait for the lock. */
+  sentAt: number
+}
+
+export type WriterRequest = WriteRequest | { type: 'close' }
 
 export type WriterReply =
-  | { seq: number; ids: BigInt64Array }
+  | { seq: number; value: unknown }
   | { seq: number; error: { message: string; code: string | undefined } }
 
-/** A create as encodeBatch writes it: name, category id (decimal), status, idempotency ref. */
-type BatchRow = [string, string, NewPet['status'] | null, string | null, string | null]
+/** A create as encodeBatch writes it: name, category id (decimal), status, idempotency claim. */
+type BatchRow = [
+  string,
+  string,
+  NewPet['status'] | null,
+  string | null,
+  string | null,
+  string | null,
+]
 
 /**
  * A batch as one JSON text of flat rows, the ids back as a transferred BigInt64Array: cheaper
@@ -26,14 +54,55 @@ export function encodeBatch(items: readonly CreateItem[]): string {
     pet.status ?? null,
     completes?.apiKeyId ?? null,
     completes?.key ?? null,
+    completes?.token ?? null,
   ])
   return JSON.stringify(rows)
 }
 
 export function decodeBatch(batch: string): CreateItem[] {
-  return (JSON.parse(batch) as BatchRow[]).map(([name, categoryId, status, apiKeyId, key]) => {
-    const pet: NewPet = { name, categoryId: BigInt(categoryId) }
-    if (status !== null) pet.status = status
-    return { pet, completes: apiKeyId === null ? undefined : { apiKeyId, key: key! } }
+  return (JSON.parse(batch) as BatchRow[]).map(
+    ([name, categoryId, status, apiKeyId, key, token]) => {
+      const pet: NewPet = { name, categoryId: BigInt(categoryId) }
+      if (status !== null) pet.status = status
+      return {
+        pet,
+        completes: apiKeyId === null ? undefined : { apiKeyId, key: key!, token: token! },
+      }
+    },
+  )
+}
+
+/**
+ * The seed's pets as columns, the category ids in a BigInt64Array whose buffer the message
+ * transfers: for batches of thousands, cheaper than encodeBatch's text and its BigInt parsing.
+ */
+export interface PetColumns {
+  names: string[]
+  categoryIds: BigInt64Array
+  statuses: (NewPet['status'] | null)[]
+}
+
+export function encodePets(pets: readonly NewPet[]): PetColumns {
+  const n = pets.length
+  const columns: PetColumns = {
+    names: new Array(n),
+    categoryIds: new BigInt64Array(n),
+    statuses: new Array(n),
+  }
+  for (let i = 0; i < n; i++) {
+    const pet = pets[i]!
+    columns.names[i] = pet.name
+    columns.categoryIds[i] = pet.categoryId
+    columns.statuses[i] = pet.status ?? null
+  }
+  return columns
+}
+
+export function decodePets({ names, categoryIds, statuses }: PetColumns): NewPet[] {
+  return names.map((name, i) => {
+    const pet: NewPet = { name, categoryId: categoryIds[i]! }
+    const status = statuses[i]
+    if (status != null) pet.status = status
+    return pet
   })
 }

@@ -1,25 +1,36 @@
-// The writer thread of the SQLite store: its own connection commits the batches of creates, so each
-// WAL sync waits here, not on the event loop. In WAL mode, readers see a batch once it is synced.
+// The writer thread of the SQLite store: its own connection makes every write of the store (the
+// batches of creates, idempotency claims, API keys, the seed), so each wait for the write lock
+// (busy_timeout) and each WAL sync happens here, not on the event loop. In WAL mode, readers see a
+// write once it is synced, and never wait for one.
 import { parentPort, workerData } from 'node:worker_threads'
 import type Database from 'better-sqlite3'
-import { openDatabase } from './connection.js'
-import { FILE_REPLACED, type FileIdentity, identityAt, sameFile, writeProbe } from './faults.js'
-import { createTransaction } from './pet-writes.js'
-import { decodeBatch, type WriterReply, type WriterRequest } from './writer-messages.js'
+import { IdempotencyCap } from '../idempotency-cap.js'
+import { BUSY_TIMEOUT_MS, openDatabase } from './connection.js'
+import { FILE_REPLACED, type FileIdentity, identityAt, sameFile } from './faults.js'
+import {
+  decodeBatch,
+  decodePets,
+  type WriteRequest,
+  type WriterReply,
+  type WriterRequest,
+} from './writer-messages.js'
+import { SqliteWrites } from './writes.js'
 
 export interface WriterData {
   path: string
   /** The file the store opened: the thread writes to no other. */
   identity: FileIdentity
+  /** IdempotencyCap's cap: the thread counts each API key's records as it claims. */
+  idempotencyKeysPerApiKey: number
 }
 
 const port = parentPort!
-const { path, identity } = workerData as WriterData
+const { path, identity, idempotencyKeysPerApiKey } = workerData as WriterData
+const cap = new IdempotencyCap(idempotencyKeysPerApiKey)
 
 interface Connection {
   db: Database.Database
-  commit: ReturnType<typeof createTransaction>
-  probe: () => void
+  writes: SqliteWrites
 }
 
 /**
@@ -54,7 +65,51 @@ function open(): Connection {
   }
   // Appends to the id index's end touch few pages: a small cache keeps the thread's memory low.
   db.pragma('cache_size = -2048')
-  return { db, commit: createTransaction(db), probe: writeProbe(db) }
+  return { db, writes: new SqliteWrites(db, cap) }
+}
+
+/** Performs the request on the thread's connection; what its answer carries. */
+function perform(writes: SqliteWrites, request: WriteRequest): unknown {
+  switch (request.type) {
+    case 'commit':
+      return BigInt64Array.from(writes.commit(decodeBatch(request.batch)))
+    case 'probe':
+      return writes.probe()
+    case 'claim':
+      return writes.claim(request.request)
+    case 'release':
+      return writes.release(request.ref)
+    case 'purge':
+      return writes.purge(request.cutoff)
+    case 'insertKey':
+      return writes.insertKey(request.key)
+    case 'revokeKey':
+      return writes.revokeKey(request.id, request.at)
+    case 'insertPets':
+      return writes.insertPets(decodePets(request.pets), request.createdAt)
+  }
+}
+
+/**
+ * Time queued that is not taken off the wait for the lock: a batch's commit is this quick, and
+ * setting busy_timeout twice costs more than the time it would save.
+ */
+const QUEUE_SLACK_MS = 20
+
+/**
+ * busy_timeout bounds a write's whole wait, its time queued here included: behind a write waiting
+ * for another process's lock, each queued write would otherwise wait busy_timeout again in turn.
+ */
+function performInTime(connection: Connection, request: WriteRequest): unknown {
+  const queuedMs = Date.now() - request.sentAt
+  if (queuedMs <= QUEUE_SLACK_MS) return perform(connection.writes, request)
+  const busyTimeout = (ms: number) => connection.db.pragma(`busy_timeout = ${Math.floor(ms)}`)
+  busyTimeout(Math.max(0, BUSY_TIMEOUT_MS - queuedMs))
+  try {
+    return perform(connection.writes, request)
+  } finally {
+    busyTimeout(BUSY_TIMEOUT_MS)
+  }
 }
 
 port.on('message', (request: WriterRequest) => {
@@ -67,18 +122,13 @@ port.on('message', (request: WriterRequest) => {
   let transfer: ArrayBuffer[] = []
   try {
     connection ??= open()
-    if (request.type === 'probe') {
-      connection.probe()
-      reply = { seq: request.seq, ids: new BigInt64Array(0) }
-    } else {
-      const ids = BigInt64Array.from(connection.commit(decodeBatch(request.batch)))
-      // After the commit and before the ids go back: a batch committed to a file that was
-      // removed or replaced meanwhile is reported as failed, never acknowledged. Here rather
-      // than on the event loop, which a stat per batch would slow (docs/performance.md).
-      checkFile()
-      reply = { seq: request.seq, ids }
-      transfer = [ids.buffer as ArrayBuffer]
-    }
+    const value = performInTime(connection, request)
+    // After the commit and before the answer goes back: a write made to a file that was removed
+    // or replaced meanwhile is reported as failed, never acknowledged. Here rather than on the
+    // event loop, which a stat per batch would slow (docs/performance.md).
+    checkFile()
+    reply = { seq: request.seq, value }
+    if (value instanceof BigInt64Array) transfer = [value.buffer as ArrayBuffer]
   } catch (err) {
     const e = err as Error & { code?: string }
     reply = { seq: request.seq, error: { message: e.message, code: e.code } }
