@@ -24,6 +24,10 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '12000' },
     count: { type: 'string', default: '4000' },
     connections: { type: 'string', default: '8' },
+    // service: as deployed (the fast lane takes the plain requests); routes: PETSTORE_HOT_PATH=false,
+    // every request through Fastify's routes and hooks; node, fastify: bench/baseline-server.ts,
+    // the same answers precomputed, on bare node:http or a bare Fastify app (what Fastify itself costs).
+    server: { type: 'string', default: 'service' },
     // Keeps callgrind's files (one per thread) for callgrind_annotate instead of deleting them.
     keep: { type: 'boolean', default: false },
   },
@@ -41,6 +45,12 @@ const whole = (name: string, raw: string): number => {
   }
   return n
 }
+const server = values.server
+if (server !== 'service' && server !== 'routes' && server !== 'node' && server !== 'fastify') {
+  process.stderr.write('bench:instructions: --server must be service, routes, node or fastify\n')
+  process.exit(2)
+}
+const baseline = server === 'node' || server === 'fastify'
 const pets = whole('pets', values.pets)
 const connections = whole('connections', values.connections)
 // Whole rounds of `connections` requests, so that every counted turn carries the same number.
@@ -66,9 +76,13 @@ try {
   const env = {
     ...serviceEnv(place, port),
     PETSTORE_COMPILE_CACHE: 'off',
+    ...(server === 'routes' ? { PETSTORE_HOT_PATH: 'false' } : {}),
     USER: user,
     LOGNAME: user,
   }
+  const program = baseline
+    ? ['--import', 'tsx', join(ROOT, 'bench', 'baseline-server.ts'), String(port), key, server]
+    : [join(ROOT, 'dist', 'main.js'), 'serve']
   const child = spawn(
     'valgrind',
     [
@@ -79,8 +93,7 @@ try {
       `--callgrind-out-file=${out}`,
       process.execPath,
       ...NODE_FLAGS,
-      join(ROOT, 'dist', 'main.js'),
-      'serve',
+      ...program,
     ],
     { env, cwd: dir, stdio: 'ignore' },
   )
@@ -121,9 +134,10 @@ try {
   for (let waited = 0; ; waited += 500) {
     if (child.exitCode !== null) throw new Error(`valgrind exited (${child.exitCode})`)
     const ready = await new Promise<boolean>((resolve) => {
+      // A baseline answers anything once it listens; the service, /readyz once it can serve.
       const req = request({ host: '127.0.0.1', port, path: '/readyz', agent: false }, (res) => {
         res.resume()
-        resolve(res.statusCode === 200)
+        resolve(baseline || res.statusCode === 200)
       })
       req.on('error', () => resolve(false))
       req.end()
@@ -157,7 +171,7 @@ try {
   }
   const main = threads.find((t) => t.thread === '01')!
   const perRequest = (ir: number) => Math.round(ir / counted).toLocaleString('en-US')
-  console.log(`${op}: ${counted} requests in rounds of ${connections}, ${pets} pets`)
+  console.log(`${op} (${server}): ${counted} requests in rounds of ${connections}, ${pets} pets`)
   console.log(`main thread: ${perRequest(main.ir)} instructions per request`)
   for (const t of threads) {
     if (t !== main && t.ir > main.ir / 100) {

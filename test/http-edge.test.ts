@@ -141,9 +141,9 @@ describe('HTTP at the edge', () => {
       string,
       string,
     ][][]) {
-      const x = await exchange(port, head(auth), { timeoutMs: 2000 })
+      // The body never comes, so an answer at all (not the request timeout's 408) is at once.
+      const x = await exchange(port, head(auth))
       assert.equal(x.answers[0]?.status, 401, JSON.stringify(auth))
-      assert.ok(x.elapsedMs < 1000, `answered in ${x.elapsedMs} ms`)
     }
     const holder = await exchange(port, head([bearer(a.key)]), { timeoutMs: 500 })
     assert.deepEqual(holder.answers, [], 'a key-holder is waited for')

@@ -26,7 +26,10 @@ export interface Exchange {
 export interface ExchangeOptions {
   /** Resolve once this many answers have come (default 1). */
   answers?: number
-  /** Resolve after this long whatever came (default 5 s). */
+  /**
+   * Resolve after this long whatever came (default 60 s). The answers wanted or the close end the
+   * wait; the default only stops a hung exchange, long enough for a loaded machine.
+   */
   timeoutMs?: number
   /** Read nothing until every byte has been written, as a client that sends first and reads after. */
   readAfterWriting?: boolean
@@ -100,7 +103,7 @@ export function exchange(
       error = err.code
     })
     socket.on('close', () => finish(true))
-    timers.push(setTimeout(() => finish(false), opts.timeoutMs ?? 5000))
+    timers.push(setTimeout(() => finish(false), opts.timeoutMs ?? 60_000))
     if (opts.readAfterWriting) socket.pause()
     socket.write(bytes, () => {
       if (opts.readAfterWriting) socket.resume()
