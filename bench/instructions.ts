@@ -95,7 +95,8 @@ try {
       ...NODE_FLAGS,
       ...program,
     ],
-    { env, cwd: dir, stdio: 'ignore' },
+    // tsx resolves from the checkout for a baseline.
+    { env, cwd: baseline ? ROOT : dir, stdio: 'ignore' },
   )
   pid = child.pid!
   const control = (...args: string[]) =>
