@@ -30,7 +30,8 @@ function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 
 function run(command: string, args: string[], cwd: string, env = cleanEnv()): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(command, args, { cwd, env, timeout: 60_000 }, (err, stdout, stderr) => {
+    // Only a stop for a hung program: an install or a compile takes minutes on a loaded machine.
+    execFile(command, args, { cwd, env, timeout: 5 * 60_000 }, (err, stdout, stderr) => {
       if (err) reject(new Error(`${command} ${args.join(' ')}: ${err.message}\n${stdout}${stderr}`))
       else resolve(stdout)
     })

@@ -47,7 +47,8 @@ async function runExample(t: TestContext, env: Record<string, string>): Promise<
     args: ['--import', 'tsx', EXAMPLE],
     cwd: ROOT,
     env,
-    timeout: 60_000,
+    // Only a stop for a hung example: tsx compiles it, which takes long on a loaded machine.
+    timeout: 5 * 60_000,
   })
   return { ...(await example.exited), stdout: example.stdout(), stderr: example.stderr() }
 }

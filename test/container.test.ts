@@ -267,7 +267,8 @@ async function buildImage(): Promise<'built' | 'unchanged'> {
       ...['--label', `${CONTEXT_LABEL}=${digest}`],
       ...['-t', IMAGE, '-f', join(ROOT, 'Containerfile'), ROOT],
     ],
-    { timeoutMs: 20 * MINUTE },
+    // A stop for a hung build only: on a loaded 2-core machine a build takes tens of minutes.
+    { timeoutMs: 45 * MINUTE },
   )
   // The image this build replaced, now without a name.
   if (existing.code === 0 && existingId) await run(['podman', 'rmi', existingId])
@@ -443,7 +444,7 @@ describe('the container image and compose.yaml, run with podman', { concurrency:
   })
 
   test('the image serves from its volume as a non-root user, drains on SIGTERM and exits 0, and a new container reads what the first one wrote', {
-    timeout: 30 * MINUTE,
+    timeout: 60 * MINUTE,
   }, async (t) => {
     const started = Date.now()
     const built = await image
@@ -585,7 +586,7 @@ describe('the container image and compose.yaml, run with podman', { concurrency:
   })
 
   test('compose.yaml: two instances on PostgreSQL and Redis behind nginx take a create and a list, and come down', {
-    timeout: 30 * MINUTE,
+    timeout: 60 * MINUTE,
   }, async (t) => {
     const started = Date.now()
     await Promise.all([image, composeImages])
