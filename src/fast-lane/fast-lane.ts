@@ -11,6 +11,7 @@ import { errorOutcome, JSON_CONTENT_TYPE, setHeader } from '../http/envelope.js'
 import type { OriginOf, RequestOrigin } from '../http/forwarded.js'
 import { parseJsonBody } from '../http/json-body.js'
 import { requestId } from '../http/request-id.js'
+import type { CompletedRequest } from '../http/request-line.js'
 import { requestLineWriter } from '../http/request-log.js'
 import type { Turn, VersionThen } from '../http/turn.js'
 import type { Metrics } from '../observability/metrics.js'
@@ -201,7 +202,7 @@ function answerWriter(o: FastLaneOptions) {
       const operation = x.taken.operation
       o.metrics.requestCompleted({ operation, method, status }, elapsedMs / 1000)
       o.metrics.hotPathAnswered()
-      logCompleted({
+      const line: CompletedRequest = {
         requestId: x.id,
         operation,
         method,
@@ -210,6 +211,11 @@ function answerWriter(o: FastLaneOptions) {
         elapsedMs,
         apiKeyName: x.keyName,
         remoteAddress: x.origin.ip,
+      }
+      // As the routes' line: written once the answer is out, or cut short (`delivered: false`).
+      x.res.once('close', () => {
+        if (!x.res.writableFinished) line.delivered = false
+        logCompleted(line)
       })
     } catch (err) {
       // The client sees its connection end rather than wait forever, and the log says why.
