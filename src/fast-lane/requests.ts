@@ -47,12 +47,13 @@ export function requestRules(o: RequestRulesOptions): (req: IncomingMessage) => 
   const validQuery = validator(ListPetsQuery, 'querystring')
   const validParams = validator(PetIdParams, 'params')
 
-  /** CORS, a chunked body, what the edge refuses, a drain: the routes' to handle. */
+  /** CORS, a chunked or encoded body, what the edge refuses, a drain: the routes' to handle. */
   const leftToFastify = (req: IncomingMessage): boolean => {
     const h = req.headers
     return (
       h.origin !== undefined ||
       h['transfer-encoding'] !== undefined ||
+      h['content-encoding'] !== undefined ||
       edgeViolation(req) !== null ||
       o.isDraining()
     )
@@ -72,7 +73,6 @@ export function requestRules(o: RequestRulesOptions): (req: IncomingMessage) => 
       CONTENT_LENGTH.test(length) &&
       Number(length) <= o.bodyLimit &&
       h['idempotency-key'] === undefined &&
-      h['content-encoding'] === undefined &&
       h.expect === undefined &&
       !leftToFastify(req) &&
       o.recognises(h.authorization)
