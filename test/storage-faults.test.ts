@@ -24,7 +24,7 @@ import { describe, type TestContext, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { StorageUnavailableError } from '../src/storage/errors.js'
 import { Database } from '../src/storage/sqlite/driver.js'
-import { FILE_REPLACED, unavailableOr } from '../src/storage/sqlite/faults.js'
+import { FILE_REPLACED, unavailableIfDiskFault } from '../src/storage/sqlite/faults.js'
 import { call, type Pet, type Reply } from './support/api.js'
 import { NOT_READY } from './support/errors.js'
 import type { StartedService as ServiceProcess } from './support/process.js'
@@ -265,7 +265,7 @@ describe('SQLite faults: which errors mean that storage cannot serve now', () =>
       [Object.assign(new Error('replaced'), { code: FILE_REPLACED }), REPLACED],
     ]
     for (const [err, message] of cases) {
-      const mapped = unavailableOr(err)
+      const mapped = unavailableIfDiskFault(err)
       assert.ok(mapped instanceof StorageUnavailableError, String(err))
       assert.equal(mapped.message, message)
       assert.equal(mapped.retryAfterSeconds, 1)
@@ -274,9 +274,9 @@ describe('SQLite faults: which errors mean that storage cannot serve now', () =>
     db.exec('ROLLBACK')
     const constraint = errorOf(() => db.exec('INSERT INTO t VALUES (1)'))
     assert.equal((constraint as { code: string }).code, 'SQLITE_CONSTRAINT_UNIQUE')
-    assert.equal(unavailableOr(constraint), constraint)
+    assert.equal(unavailableIfDiskFault(constraint), constraint)
     const bug = new TypeError('x is not a function')
-    assert.equal(unavailableOr(bug), bug)
+    assert.equal(unavailableIfDiskFault(bug), bug)
   })
 })
 

@@ -33,22 +33,6 @@ export class ReadCache {
     return String(id)
   }
 
-  /**
-   * The read cached under `key` at `version`, or the one `read` makes, cached for the next
-   * request at that version; without a version nothing is cached.
-   */
-  async through(
-    key: string,
-    version: number | undefined,
-    read: () => Promise<CachedRead>,
-  ): Promise<CachedRead> {
-    const cached = version === undefined ? undefined : this.get(key, version)
-    if (cached !== undefined) return cached
-    const fresh = await read()
-    if (version !== undefined) this.set(key, version, fresh)
-    return fresh
-  }
-
   get(key: string, version: number): CachedRead | undefined {
     const entry = this.entries.get(key)
     return entry !== undefined && entry.version === version ? entry : undefined

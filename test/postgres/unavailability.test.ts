@@ -8,7 +8,7 @@ import { StorageUnavailableError } from '../../src/storage/errors.js'
 import {
   type Unavailability,
   unavailability,
-  unavailableOr,
+  unavailableIfCannotServe,
   unavailableToConnect,
 } from '../../src/storage/postgres/unavailability.js'
 import { freshPostgresUrl } from '../support/postgres.js'
@@ -105,7 +105,7 @@ describe('unavailability: a table of failures', () => {
       err instanceof Error ? `${err.constructor.name} ${code}${err.message}` : String(err)
     test(`${shown} → ${expected ?? 'a bug'}`, () => {
       assert.equal(unavailability(err), expected)
-      const converted = unavailableOr(err)
+      const converted = unavailableIfCannotServe(err)
       if (expected === null) {
         assert.equal(converted, err)
         return
@@ -123,8 +123,8 @@ describe('unavailability: a table of failures', () => {
   }
 
   test('an error already converted stays as it was', () => {
-    const converted = unavailableOr(serverError('25006', 'cannot execute INSERT'))
-    assert.equal(unavailableOr(converted), converted)
+    const converted = unavailableIfCannotServe(serverError('25006', 'cannot execute INSERT'))
+    assert.equal(unavailableIfCannotServe(converted), converted)
   })
 
   test('any failure to connect is unavailability, whatever its SQLSTATE', () => {

@@ -5,7 +5,7 @@
 import type pg from 'pg'
 import { type Deadline, remainingMs } from '../deadline.js'
 import type { StorageUnavailableError } from '../errors.js'
-import { unavailableOr, unavailableToConnect } from './unavailability.js'
+import { unavailableIfCannotServe, unavailableToConnect } from './unavailability.js'
 
 export interface StatementOptions {
   /** Bound on each statement of a transaction, and on its idle time, set by the server. */
@@ -97,7 +97,7 @@ export class PooledStatements {
       // As pool.query does: a connection whose statement failed is not reused. One that refused a
       // write (a primary demoted behind a proxy) would refuse every later one too.
       client.release(err as Error)
-      throw unavailableOr(err)
+      throw unavailableIfCannotServe(err)
     }
   }
 
@@ -127,7 +127,7 @@ export class PooledStatements {
       // Closing the connection ends the transaction on the server: no ROLLBACK to wait for, which
       // a server that stopped answering would make take another timeout.
       client.release(true)
-      throw unavailableOr(err)
+      throw unavailableIfCannotServe(err)
     }
   }
 }

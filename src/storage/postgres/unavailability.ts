@@ -64,7 +64,7 @@ export function unavailableToConnect(err: unknown): StorageUnavailableError {
 }
 
 /** A StorageUnavailableError (its message a fixed one, never the server's) for such an `err`. */
-export function unavailableOr(err: unknown): unknown {
+export function unavailableIfCannotServe(err: unknown): unknown {
   if (err instanceof StorageUnavailableError) return err
   const why = unavailability(err)
   return why === null ? err : new StorageUnavailableError(MESSAGES[why], 1, { cause: err })

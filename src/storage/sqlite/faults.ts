@@ -38,7 +38,7 @@ export function hasCode(err: unknown, code: string): boolean {
  * A StorageUnavailableError for a fault of the disk or the file, with a fixed message (SQLite's own
  * goes to the log as the cause, never to a client); anything else is returned as it was.
  */
-export function unavailableOr(err: unknown): unknown {
+export function unavailableIfDiskFault(err: unknown): unknown {
   if (err instanceof StorageUnavailableError) return err
   for (const [prefix, message] of MESSAGES) {
     if (hasCode(err, prefix)) {

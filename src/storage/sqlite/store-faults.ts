@@ -1,7 +1,7 @@
 // What the SQLite store knows of its file's and disk's faults: whether the path still names the
 // opened file, and the last failure of the disk, which readiness probes until a write succeeds.
 import { StorageUnavailableError } from '../errors.js'
-import { type DatabaseFile, FILE_REPLACED, unavailableOr } from './faults.js'
+import { type DatabaseFile, FILE_REPLACED, unavailableIfDiskFault } from './faults.js'
 
 /** How often the path is checked to name the opened file, besides by ping and after each commit. */
 const FILE_CHECK_MS = 1000
@@ -44,7 +44,7 @@ export class StoreFaults {
 
   /** A fault of the disk or file as StorageUnavailableError, remembered for readiness. */
   failed(err: unknown): unknown {
-    const mapped = unavailableOr(err)
+    const mapped = unavailableIfDiskFault(err)
     if (!(mapped instanceof StorageUnavailableError) || mapped === this.fileFault) return mapped
     // The writer thread found the file gone: reads stop now rather than at the next check.
     if ((err as { code?: unknown }).code === FILE_REPLACED) this.checkFile()
