@@ -1,6 +1,6 @@
 #!/bin/sh
 # Makes test stand-ins for the official images that the Containerfile and compose.yaml name, in
-# podman's local storage, for hosts where no image registry is reachable (test/container.test.ts
+# podman's local storage, for hosts where no image registry is reachable (test/deploy/container.test.ts
 # pulls the real image first and runs this only when the pull fails):
 #
 #   debian-trixie  docker.io/library/debian:trixie-slim    debootstrap --variant=minbase, slimmed

@@ -1,6 +1,6 @@
 // Writes client/schema.ts: the TypeScript types of the OpenAPI document the app serves, made by
 // openapi-typescript, with every `format: int64` integer typed `bigint` because the client decodes
-// those as BigInt (client/index.ts). Run with `npm run client:generate`; test/client.test.ts fails
+// those as BigInt (client/index.ts). Run with `npm run client:generate`; test/deploy/client.test.ts fails
 // when the committed file differs from what this produces.
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'

@@ -5,9 +5,9 @@
 # read-only); wrk is the load generator of `npm run bench`, valgrind the counter of
 # `npm run bench:instructions`; podman (with runc, and CNI's dnsname plugin so that compose
 # services find each other by name), podman-compose and debootstrap run the container test
-# (test/container.test.ts, docs/containers.md); pgbouncer is the pooler that the PostgreSQL tests
+# (test/deploy/container.test.ts, docs/containers.md); pgbouncer is the pooler that the PostgreSQL tests
 # start in transaction mode in front of the server, to show that the service keeps no state on a
-# server connection between transactions (test/postgres/pgbouncer.test.ts; only the binary is
+# server connection between transactions (test/storage/postgres/pgbouncer.test.ts; only the binary is
 # used, the package's own service is not needed). Installs only what is missing; needs root.
 set -eu
 missing=""

@@ -3,85 +3,91 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { ConfigError, loadConfig, unknownSettingWarnings } from '../src/config.js'
+import { storeIndependent } from './support/stores.js'
 import { tempDir } from './support/workspace.js'
 
-test('.env supplies settings; the real environment wins over it', (t) => {
-  const path = join(tempDir(t), '.env')
-  writeFileSync(
-    path,
-    [
-      '# comments and blank lines are ignored',
-      '',
-      'PORT=9090',
-      'export HOST=0.0.0.0',
-      'PETSTORE_DATABASE_URL="sqlite:/srv/pets.db"',
-      "PETSTORE_LOG_LEVEL='warn'",
-    ].join('\n'),
-  )
-  const config = loadConfig({ PORT: '7070' }, path)
-  assert.equal(config.port, 7070)
-  assert.equal(config.host, '0.0.0.0')
-  assert.equal(config.databaseUrl, 'sqlite:/srv/pets.db')
-  assert.equal(config.logLevel, 'warn')
-})
-
-test('defaults apply when nothing is set, and a missing .env is fine', (t) => {
-  const config = loadConfig({}, join(tempDir(t), 'absent.env'))
-  assert.equal(config.port, 8080)
-  assert.equal(config.host, '127.0.0.1')
-  assert.equal(config.databaseUrl, 'sqlite:./data/petstore.db')
-  assert.deepEqual(config.apiKeys, [])
-  assert.equal(config.now, null)
-  assert.equal(config.rateLimitMax, 6000)
-  assert.equal(config.rateLimitWindowMs, 60_000)
-})
-
-test('every bad value is reported at once, naming the variable and what it accepts', () => {
-  assert.throws(
-    () =>
-      loadConfig(
-        { PORT: 'abc', PETSTORE_RATE_LIMIT_WINDOW: '10 minutes', PETSTORE_NOW: 'tomorrow' },
-        null,
-      ),
-    (err: unknown) => {
-      assert.ok(err instanceof ConfigError)
-      assert.deepEqual(err.problems, [
-        'PORT="abc" is invalid: expected an integer from 0 to 65535',
-        'PETSTORE_NOW="tomorrow" is invalid: expected an ISO 8601 instant with a zone, e.g. `2030-12-05T00:00:00Z`',
-        'PETSTORE_RATE_LIMIT_WINDOW="10 minutes" is invalid: expected a duration such as `60s`, `1m`, `1h`',
-      ])
-      return true
-    },
-  )
-})
-
-test('a deprecation instant after the sunset is refused', () => {
-  assert.throws(() => loadConfig({ PETSTORE_GETPET_DEPRECATED_AT: '2031-01-01T00:00:00Z' }, null), {
-    message:
-      'invalid configuration:\n  PETSTORE_GETPET_DEPRECATED_AT must not be after the sunset 2030-12-05T00:00:00.000Z',
-  })
-})
-
-test('a PETSTORE_ variable that is no setting is named, with the setting it is closest to', (t) => {
-  const path = join(tempDir(t), '.env')
-  writeFileSync(path, 'PETSTORE_LOG_LEVL=debug\n')
-  assert.deepEqual(
-    unknownSettingWarnings(
-      {
-        PETSTORE_DATABSE_URL: 'sqlite:/srv/pets.db',
-        PETSTORE_FAVOURITE_PET: 'cat',
-        PETSTORE_PORT: '8080',
-        PETSTORE_RATE_LIMIT_MAX: '10',
-        PETSTORE_COMPILE_CACHE: '/tmp/cache',
-        PATH: '/usr/bin',
-      },
+storeIndependent(() => {
+  test('.env supplies settings; the real environment wins over it', (t) => {
+    const path = join(tempDir(t), '.env')
+    writeFileSync(
       path,
-    ),
-    [
-      'unknown setting PETSTORE_DATABSE_URL is ignored; did you mean PETSTORE_DATABASE_URL? (petstore serve --help lists them)',
-      'unknown setting PETSTORE_FAVOURITE_PET is ignored (petstore serve --help lists them)',
-      'unknown setting PETSTORE_LOG_LEVL is ignored; did you mean PETSTORE_LOG_LEVEL? (petstore serve --help lists them)',
-      'unknown setting PETSTORE_PORT is ignored (petstore serve --help lists them)',
-    ],
-  )
+      [
+        '# comments and blank lines are ignored',
+        '',
+        'PORT=9090',
+        'export HOST=0.0.0.0',
+        'PETSTORE_DATABASE_URL="sqlite:/srv/pets.db"',
+        "PETSTORE_LOG_LEVEL='warn'",
+      ].join('\n'),
+    )
+    const config = loadConfig({ PORT: '7070' }, path)
+    assert.equal(config.port, 7070)
+    assert.equal(config.host, '0.0.0.0')
+    assert.equal(config.databaseUrl, 'sqlite:/srv/pets.db')
+    assert.equal(config.logLevel, 'warn')
+  })
+
+  test('defaults apply when nothing is set, and a missing .env is fine', (t) => {
+    const config = loadConfig({}, join(tempDir(t), 'absent.env'))
+    assert.equal(config.port, 8080)
+    assert.equal(config.host, '127.0.0.1')
+    assert.equal(config.databaseUrl, 'sqlite:./data/petstore.db')
+    assert.deepEqual(config.apiKeys, [])
+    assert.equal(config.now, null)
+    assert.equal(config.rateLimitMax, 6000)
+    assert.equal(config.rateLimitWindowMs, 60_000)
+  })
+
+  test('every bad value is reported at once, naming the variable and what it accepts', () => {
+    assert.throws(
+      () =>
+        loadConfig(
+          { PORT: 'abc', PETSTORE_RATE_LIMIT_WINDOW: '10 minutes', PETSTORE_NOW: 'tomorrow' },
+          null,
+        ),
+      (err: unknown) => {
+        assert.ok(err instanceof ConfigError)
+        assert.deepEqual(err.problems, [
+          'PORT="abc" is invalid: expected an integer from 0 to 65535',
+          'PETSTORE_NOW="tomorrow" is invalid: expected an ISO 8601 instant with a zone, e.g. `2030-12-05T00:00:00Z`',
+          'PETSTORE_RATE_LIMIT_WINDOW="10 minutes" is invalid: expected a duration such as `60s`, `1m`, `1h`',
+        ])
+        return true
+      },
+    )
+  })
+
+  test('a deprecation instant after the sunset is refused', () => {
+    assert.throws(
+      () => loadConfig({ PETSTORE_GETPET_DEPRECATED_AT: '2031-01-01T00:00:00Z' }, null),
+      {
+        message:
+          'invalid configuration:\n  PETSTORE_GETPET_DEPRECATED_AT must not be after the sunset 2030-12-05T00:00:00.000Z',
+      },
+    )
+  })
+
+  test('a PETSTORE_ variable that is no setting is named, with the setting it is closest to', (t) => {
+    const path = join(tempDir(t), '.env')
+    writeFileSync(path, 'PETSTORE_LOG_LEVL=debug\n')
+    assert.deepEqual(
+      unknownSettingWarnings(
+        {
+          PETSTORE_DATABSE_URL: 'sqlite:/srv/pets.db',
+          PETSTORE_FAVOURITE_PET: 'cat',
+          PETSTORE_PORT: '8080',
+          PETSTORE_RATE_LIMIT_MAX: '10',
+          PETSTORE_COMPILE_CACHE: '/tmp/cache',
+          PATH: '/usr/bin',
+        },
+        path,
+      ),
+      [
+        'unknown setting PETSTORE_DATABSE_URL is ignored; did you mean PETSTORE_DATABASE_URL? (petstore serve --help lists them)',
+        'unknown setting PETSTORE_FAVOURITE_PET is ignored (petstore serve --help lists them)',
+        'unknown setting PETSTORE_LOG_LEVL is ignored; did you mean PETSTORE_LOG_LEVEL? (petstore serve --help lists them)',
+        'unknown setting PETSTORE_PORT is ignored (petstore serve --help lists them)',
+      ],
+    )
+  })
 })

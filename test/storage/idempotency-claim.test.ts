@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { decideIdempotencyClaim, type IdempotencyRow } from '../../src/storage/idempotency-claim.js'
 import type { IdempotencyClaimRequest } from '../../src/storage/store.js'
+import { storeIndependent } from '../support/stores.js'
 
 const DAY = 86_400_000
 const LEASE = 60_000
@@ -27,40 +28,42 @@ const inProgress: IdempotencyRow = {
 }
 const completed: IdempotencyRow = { ...inProgress, pet_id: 7n, locked_until: null }
 
-test('no record: claimed', () => {
-  assert.deepEqual(decideIdempotencyClaim(undefined, claimAt(0)), { outcome: 'claimed' })
-})
-
-test('a live record: in progress, completed, or mismatch for another request', () => {
-  assert.deepEqual(decideIdempotencyClaim(inProgress, claimAt(1)), { outcome: 'in_progress' })
-  assert.deepEqual(decideIdempotencyClaim(completed, claimAt(1)), {
-    outcome: 'completed',
-    petId: 7n,
+storeIndependent(() => {
+  test('no record: claimed', () => {
+    assert.deepEqual(decideIdempotencyClaim(undefined, claimAt(0)), { outcome: 'claimed' })
   })
-  // The request is compared first: even a claim whose lease ran out refuses another request.
-  for (const [row, ms] of [
-    [inProgress, 1],
-    [completed, 1],
-    [inProgress, LEASE],
-  ] as const) {
-    assert.deepEqual(decideIdempotencyClaim(row, claimAt(ms, 'h2')), { outcome: 'mismatch' })
-  }
-})
 
-test('a record past its retention counts as absent', () => {
-  assert.deepEqual(decideIdempotencyClaim(completed, claimAt(DAY - 1, 'h2')), {
-    outcome: 'mismatch',
+  test('a live record: in progress, completed, or mismatch for another request', () => {
+    assert.deepEqual(decideIdempotencyClaim(inProgress, claimAt(1)), { outcome: 'in_progress' })
+    assert.deepEqual(decideIdempotencyClaim(completed, claimAt(1)), {
+      outcome: 'completed',
+      petId: 7n,
+    })
+    // The request is compared first: even a claim whose lease ran out refuses another request.
+    for (const [row, ms] of [
+      [inProgress, 1],
+      [completed, 1],
+      [inProgress, LEASE],
+    ] as const) {
+      assert.deepEqual(decideIdempotencyClaim(row, claimAt(ms, 'h2')), { outcome: 'mismatch' })
+    }
   })
-  assert.deepEqual(decideIdempotencyClaim(completed, claimAt(DAY, 'h2')), { outcome: 'claimed' })
-  assert.deepEqual(decideIdempotencyClaim(inProgress, claimAt(DAY)), { outcome: 'claimed' })
-})
 
-test('a claim whose lease ran out, or that has none, can be taken over', () => {
-  assert.deepEqual(decideIdempotencyClaim(inProgress, claimAt(LEASE - 1)), {
-    outcome: 'in_progress',
+  test('a record past its retention counts as absent', () => {
+    assert.deepEqual(decideIdempotencyClaim(completed, claimAt(DAY - 1, 'h2')), {
+      outcome: 'mismatch',
+    })
+    assert.deepEqual(decideIdempotencyClaim(completed, claimAt(DAY, 'h2')), { outcome: 'claimed' })
+    assert.deepEqual(decideIdempotencyClaim(inProgress, claimAt(DAY)), { outcome: 'claimed' })
   })
-  assert.deepEqual(decideIdempotencyClaim(inProgress, claimAt(LEASE)), { outcome: 'claimed' })
-  assert.deepEqual(decideIdempotencyClaim({ ...inProgress, locked_until: null }, claimAt(1)), {
-    outcome: 'claimed',
+
+  test('a claim whose lease ran out, or that has none, can be taken over', () => {
+    assert.deepEqual(decideIdempotencyClaim(inProgress, claimAt(LEASE - 1)), {
+      outcome: 'in_progress',
+    })
+    assert.deepEqual(decideIdempotencyClaim(inProgress, claimAt(LEASE)), { outcome: 'claimed' })
+    assert.deepEqual(decideIdempotencyClaim({ ...inProgress, locked_until: null }, claimAt(1)), {
+      outcome: 'claimed',
+    })
   })
 })

@@ -10,7 +10,7 @@ import { manualClock } from '../../src/clock.js'
 import { type Config, configWith } from '../../src/config.js'
 import { Metrics } from '../../src/observability/metrics.js'
 import type { Store } from '../../src/storage/store.js'
-import { openTestStore, tempDir } from './app.js'
+import { openTestStore, type TestApp, tempDir } from './app.js'
 
 export interface Door {
   app: FastifyInstance
@@ -26,6 +26,11 @@ export interface Doors {
   /** A valid API key of the shared store. */
   key: string
   store: Store
+  /** Another connection to the store's database (TestApp's `sql`). */
+  sql: TestApp['sql']
+  clock: ReturnType<typeof manualClock>
+  /** What both apps' isDraining answers: set `on` to drain them. */
+  draining: { on: boolean }
 }
 
 /**
@@ -37,9 +42,10 @@ export async function twoDoors(
   config: Partial<Config> = {},
   extend: (app: FastifyInstance) => void = () => {},
 ): Promise<Doors> {
-  const { store } = await openTestStore(t, tempDir(t), {})
+  const { store, sql } = await openTestStore(t, tempDir(t), {})
   const clock = manualClock(new Date('2026-01-15T12:00:00Z'))
   const { key } = await createApiKey(store, clock, 'test-key')
+  const draining = { on: false }
   const open = async (hotPath: boolean): Promise<Door> => {
     const logs: string[] = []
     const metrics = new Metrics({ processMetrics: false })
@@ -48,6 +54,7 @@ export async function twoDoors(
       store,
       clock,
       metrics,
+      isDraining: () => draining.on,
       logger: { level: 'info', stream: { write: (line: string) => logs.push(line) } },
     })
     extend(app)
@@ -55,7 +62,7 @@ export async function twoDoors(
     t.after(() => app.close())
     return { app, port: (app.server.address() as AddressInfo).port, logs, metrics }
   }
-  return { hot: await open(true), plain: await open(false), key, store }
+  return { hot: await open(true), plain: await open(false), key, store, sql, clock, draining }
 }
 
 /** How many answers the door's fast lane has given. */

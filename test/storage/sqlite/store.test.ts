@@ -1,0 +1,136 @@
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { createRequire } from 'node:module'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { Database, SQLITE_DRIVER } from '../../../src/storage/sqlite/driver.js'
+import { openSqliteStore } from '../../../src/storage/sqlite/sqlite-store.js'
+import { tempDir } from '../../support/app.js'
+import { forStore } from '../../support/stores.js'
+import { storeContract } from '../store-contract.js'
+
+const require = createRequire(import.meta.url)
+
+forStore('sqlite', () => {
+  storeContract('sqlite', async (t, opts) => {
+    const store = await openSqliteStore(join(tempDir(t), 'store.db'), opts)
+    t.after(() => store.close())
+    return store
+  })
+
+  test('sqlite: the file is in WAL mode and survives a reopen', async (t) => {
+    const path = join(tempDir(t), 'nested', 'dir', 'store.db')
+    const store = await openSqliteStore(path)
+    await store.createPet({ name: 'kept', categoryId: 1n, status: 'pending' })
+    await store.close()
+    const db = new Database(path, { readonly: true })
+    t.after(() => db.close())
+    assert.equal(db.pragma('journal_mode', { simple: true }), 'wal')
+    const reopened = await openSqliteStore(path)
+    t.after(() => reopened.close())
+    assert.deepEqual(await reopened.getPet(1n), {
+      id: 1n,
+      name: 'kept',
+      categoryId: 1n,
+      status: 'pending',
+    })
+  })
+
+  test('sqlite: migrating an up-to-date database changes nothing', async (t) => {
+    const path = join(tempDir(t), 'store.db')
+    await (await openSqliteStore(path)).close()
+    await (await openSqliteStore(path)).close()
+    const db = new Database(path, { readonly: true })
+    t.after(() => db.close())
+    const names = db.prepare('SELECT name FROM kysely_migration ORDER BY name').pluck().all()
+    assert.deepEqual(names, [
+      '001-initial',
+      '002-pets-status-check-as-comparisons',
+      '003-idempotency-claim-token',
+    ])
+  })
+
+  test('sqlite: an in-memory store is migrated on its own connection', async (t) => {
+    const store = await openSqliteStore(':memory:')
+    t.after(() => store.close())
+    assert.deepEqual(await store.createPet({ name: 'm', categoryId: 1n }), {
+      id: 1n,
+      name: 'm',
+      categoryId: 1n,
+    })
+  })
+
+  test('sqlite: getPetJsonAt reads the data as of the version given, whoever committed since', async (t) => {
+    const path = join(tempDir(t), 'store.db')
+    const store = await openSqliteStore(path)
+    t.after(() => store.close())
+    // Another process's connection, as `petstore seed` or a second worker would have.
+    const other = new Database(path)
+    t.after(() => other.close())
+    const insert = other.prepare(
+      "INSERT INTO pets (name, category_id, status, created_at) VALUES (?, 2, 'sold', 0)",
+    )
+    const first = await store.createPet({ name: 'first', categoryId: 1n })
+
+    const v1 = store.dataVersion().pets
+    assert.equal(store.getPetJsonAt(first.id, v1), '{"id":1,"name":"first","categoryId":1}')
+    assert.equal(store.getPetJsonAt(2n, v1), null)
+
+    // A commit by another connection in the same turn: the version moves, and the next read at the
+    // new version sees the commit although the turn has not ended.
+    insert.run('second')
+    const v2 = store.dataVersion().pets
+    assert.notEqual(v2, v1)
+    assert.equal(
+      store.getPetJsonAt(2n, v2),
+      '{"id":2,"name":"second","categoryId":2,"status":"sold"}',
+    )
+
+    // This store's own commit (the writer thread's connection) moves it too.
+    const third = await store.createPet({ name: 'third', categoryId: 3n })
+    const v3 = store.dataVersion().pets
+    assert.notEqual(v3, v2)
+    assert.equal(store.getPetJsonAt(third.id, v3), '{"id":3,"name":"third","categoryId":3}')
+
+    // The snapshot of a turn is released when the turn ends: another process may checkpoint and
+    // restart the WAL, which an open read transaction would hold back.
+    await new Promise((r) => setImmediate(r))
+    other.pragma('wal_checkpoint(RESTART)')
+    const [row] = other.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[]
+    assert.equal(row!.busy, 0)
+    insert.run('fourth')
+    assert.equal(
+      store.getPetJsonAt(4n, store.dataVersion().pets),
+      '{"id":4,"name":"fourth","categoryId":2,"status":"sold"}',
+    )
+  })
+
+  test('sqlite: a start that finds the file locked past busy_timeout tries again', async (t) => {
+    // Another process holds a new (rollback-journal) file's write lock for 6 s: the switch to WAL
+    // waits 5 s (busy_timeout), gets SQLITE_BUSY, and the next attempt gets the lock.
+    const path = join(tempDir(t), 'store.db')
+    const holder = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const db = new (require(${JSON.stringify(require.resolve(SQLITE_DRIVER))}))(${JSON.stringify(path)})
+       db.exec('BEGIN EXCLUSIVE; CREATE TABLE held (x)')
+       console.log('locked')
+       setTimeout(() => { db.exec('COMMIT'); db.close() }, 6000)`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    )
+    t.after(() => holder.kill())
+    await once(holder.stdout, 'data')
+    const started = performance.now()
+    const store = await openSqliteStore(path)
+    t.after(() => store.close())
+    assert.ok(performance.now() - started > 5000, 'it waited for the lock')
+    assert.deepEqual(await store.createPet({ name: 'a', categoryId: 1n }), {
+      id: 1n,
+      name: 'a',
+      categoryId: 1n,
+    })
+  })
+})
