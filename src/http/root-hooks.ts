@@ -1,6 +1,6 @@
-// The Fastify door's first and last hooks: the envelope's headers on every response, the edge
-// rules, the data version a request's caches are checked against (read once per turn, as the
-// fast lane reads it), the answer written with the turn's others, and the request's figures.
+// The routes' first and last hooks: the envelope's headers on every response, the edge rules,
+// the wait for the turn's data version (read once per turn, as the fast lane reads it), the
+// answer written with the turn's others, and the request's figures.
 import type { FastifyInstance } from 'fastify'
 import type { Metrics } from '../observability/metrics.js'
 import { answering } from './early-answer.js'
@@ -28,18 +28,23 @@ export function registerRootHooks(app: FastifyInstance, o: RootHooksOptions): vo
     // While draining, each keep-alive connection serves one more request and then closes, so
     // clients reconnect to another instance instead of racing the listener's close.
     if (o.isDraining()) closeConnectionAfterResponse(request, reply)
-    const violation = edgeViolation(request.raw)
-    if (violation !== null) return done(violation)
-    // Public routes consult no cache; the others read the version once, before any cache.
-    if (config.public === true) return done()
+    done(edgeViolation(request.raw) ?? undefined)
+  })
+  // Holds every request that needs a key or a cache until the end of its event-loop turn, where
+  // one data-version read serves all the turn's requests (turn.ts): the keys and caches it then
+  // consults are as fresh as a read of its own. Public routes consult neither and do not wait.
+  app.addHook('onRequest', function waitForTurnVersion(request, _reply, done) {
+    if (request.routeOptions.config.public === true) return done()
     o.turn.withVersion((version, deadline, unavailable) => {
       request.dataVersion = version
       request.deadline = deadline
       done(unavailable ?? undefined)
     })
   })
-  app.addHook('onSend', (request, reply, payload, done) => {
-    // At once, even before the body is in; a close after it waits for the rest (early-answer.ts).
+  // Holds every answer until the end of its turn, to go out with the turn's others: the client's
+  // side wakes once per turn, not once per answer (turn.ts). A close after an answer given before
+  // the body was in waits for the rest of it (early-answer.ts).
+  app.addHook('onSend', function writeWithTurn(request, reply, payload, done) {
     o.turn.write(() => {
       answering(request.raw, reply.raw, o.requestTimeoutMs)
       done(null, payload)
