@@ -311,6 +311,9 @@ describe('the lane answers as the routes do', () => {
       [{ path: '/v1/pets?limit=5', headers: { 'content-length': '0' }, hot: false }, 200],
       [{ path: '/v1/pets?limit=5', headers: { host: 'example.com:99999999' }, hot: false }, 400],
       [{ path: '/v1/pets/1', headers: { host: '-evil' }, hot: false }, 400],
+      [{ path: '/v1/pets?limit=5', headers: { 'content-encoding': 'gzip' }, hot: false }, 415],
+      [{ path: '/v1/pets/1', headers: { 'content-encoding': 'br' }, hot: false }, 415],
+      [{ path: '/v1/pets/1', headers: { 'content-encoding': 'identity' }, hot: false }, 200],
     ]
     for (const [c, status] of others) {
       assert.equal((await same(p, c)).status, status, `${c.method ?? 'GET'} ${c.path}`)
