@@ -72,7 +72,7 @@ export interface AppDependencies {
   redis?: Redis
 }
 
-export const BODY_LIMIT_BYTES = 64 * 1024
+const BODY_LIMIT_BYTES = 64 * 1024
 const IDEMPOTENCY_PURGE_INTERVAL_MS = 60 * 60 * 1000
 
 export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {

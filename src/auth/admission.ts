@@ -34,7 +34,7 @@ const INVALID_TOKEN_CHALLENGE = 'Bearer realm="petstore", error="invalid_token"'
 const TOKEN = /^[\x21-\x7e]+$/
 
 /** The bearer token, '' for a Bearer header without a usable token, null for no Bearer header. */
-export function bearerToken(header: string | undefined): string | null {
+function bearerToken(header: string | undefined): string | null {
   if (header === undefined) return null
   // The usual `Bearer <token>`, read without a regex match and its substrings.
   if (header.startsWith('Bearer ')) {

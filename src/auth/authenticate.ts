@@ -4,13 +4,11 @@ import { isApiTarget } from '../http/request-target.js'
 import type { Admission, Admissions } from './admission.js'
 import type { AuthenticatedKey } from './api-keys.js'
 
-export { counterName } from './admission.js'
-
 /**
  * Default deny: only a route declared public answers without a key. A target no route matched is
  * read as loosely as any router could, so it gets 401 rather than a 404 that confirms a path.
  */
-export function requiresKey(request: FastifyRequest): boolean {
+function requiresKey(request: FastifyRequest): boolean {
   return request.is404 ? isApiTarget(request.url) : request.routeOptions.config.public !== true
 }
 

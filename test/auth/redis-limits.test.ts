@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { type TestContext, test } from 'node:test'
-import { counterName } from '../../src/auth/authenticate.js'
+import { counterName } from '../../src/auth/admission.js'
 import { REDIS_BREAKER_OPEN_MS, REDIS_COMMAND_BOUND_MS } from '../../src/auth/redis.js'
 import { type StartedService, startService } from '../support/process.js'
 import { type OwnRedis, startOwnRedis } from '../support/redis-server.js'
