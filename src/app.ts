@@ -55,11 +55,13 @@ import { PetOperations } from './pets/operations.js'
 import { MAX_CACHED_PAGES, MAX_CACHED_PETS, ReadCache } from './pets/read-cache.js'
 import { petRoutes } from './pets/routes.js'
 import { PetService } from './pets/service.js'
-import type { Store } from './storage/store.js'
+import type { SameTurnReads, Store } from './storage/store.js'
 
 export interface AppDependencies {
   config: Config
   store: Store
+  /** The store's reads in the same turn, when its reads never wait (see OpenedStore). */
+  sameTurnReads?: SameTurnReads
   clock?: Clock
   logger?: FastifyServerOptions['logger']
   /** Readiness answers 503 while this returns true (set on SIGTERM). */
@@ -88,8 +90,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const isDraining = deps.isDraining ?? (() => false)
   const metrics = deps.metrics ?? new Metrics({ processMetrics: false })
   metrics.watchStore(store)
-  // HTTP/2 requests take other objects; without a data version the lane could cache nothing.
-  const laneOn = config.hotPath && store.dataVersion !== undefined && !deps.tls?.http2
+  // HTTP/2 requests take other objects.
+  const laneOn = config.hotPath && !deps.tls?.http2
   let lane: FastLane | null = null
   const app = createFastify(deps, envelope, laneOn ? () => lane : null)
   const originOf = createOriginOf(config.trustProxy)
@@ -103,7 +105,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const perKey = { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs }
   const perAddress = { max: config.authFailureLimitMax, windowMs: config.authFailureWindowMs }
   const admissions = new Admissions({
-    verifier: new ApiKeyVerifier(store, clock, config.apiKeys),
+    verifier: new ApiKeyVerifier(store, clock, config.apiKeys, deps.sameTurnReads),
     rateLimit: perKey,
     authFailureLimit: perAddress,
     counters: openRateCounters(
@@ -123,7 +125,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   metrics.watchDeprecatedCalls(() => deprecatedCalls.counts())
   const operations = new PetOperations({
     service,
-    store,
+    sameTurnReads: deps.sameTurnReads,
     clock,
     deprecatedCalls,
     fallbackOrigin: new URL(config.productionUrl).origin,

@@ -12,7 +12,7 @@ import { loadTls, type TlsMaterial } from './http/tls.js'
 import { loggerOptions } from './observability/logging.js'
 import { Metrics } from './observability/metrics.js'
 import { type MetricsServer, startMetricsServer } from './observability/metrics-server.js'
-import { openStore } from './storage/open-store.js'
+import { type OpenedStore, openStore } from './storage/open-store.js'
 import type { Store } from './storage/store.js'
 
 export { bootstrapKeyPath, ensureBootstrapKey } from './bootstrap-key.js'
@@ -53,7 +53,7 @@ interface Services {
 
 interface StartContext {
   config: Config
-  store: Store
+  opened: OpenedStore
   clock: Clock
   tls: TlsMaterial | undefined
   metrics: Metrics
@@ -63,7 +63,8 @@ interface StartContext {
 
 /** Opens everything on top of the store and listens; on failure, closes what it opened. */
 async function openServices(ctx: StartContext): Promise<Services> {
-  const { config, store } = ctx
+  const { config } = ctx
+  const { store, sameTurnReads } = ctx.opened
   let metricsServer: MetricsServer | null = null
   let redis: Redis | undefined
   try {
@@ -72,6 +73,7 @@ async function openServices(ctx: StartContext): Promise<Services> {
     const app = await buildApp({
       config,
       store,
+      sameTurnReads,
       clock: ctx.clock,
       isDraining: ctx.isDraining,
       tls: ctx.tls,
@@ -155,13 +157,14 @@ export async function startServer(
   const clock = clockFor(config)
   // Read before storage opens, so an unusable certificate stops the start with nothing to undo.
   const tls = loadTls(config)
-  const store = await openStore(config, (err) =>
+  const opened = await openStore(config, (err) =>
     process.stderr.write(`petstore: database connection error: ${err.message}\n`),
   )
+  const { store } = opened
   let draining = false
   const metrics = new Metrics()
   const isDraining = () => draining
-  const services = await openServices({ config, store, clock, tls, metrics, isDraining, out })
+  const services = await openServices({ config, opened, clock, tls, metrics, isDraining, out })
   const address = listeningAddress(services.app, tls)
   out.write(`${LISTENING_BANNER} ${address} (store: ${store.kind})\n`)
   const metricsUrl = services.metricsServer?.url ?? null

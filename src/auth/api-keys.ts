@@ -1,7 +1,7 @@
 // API keys: how they are made, how they look, and how a presented key is checked.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import type { Clock } from '../clock.js'
-import type { ApiKeyRecord, Store } from '../storage/store.js'
+import type { ApiKeyRecord, SameTurnReads, Store } from '../storage/store.js'
 
 /**
  * A key reads `pet_<id>_<secret>`: the id finds the record without a table scan, and only the
@@ -69,6 +69,8 @@ export class ApiKeyVerifier {
     private readonly store: Store,
     private readonly clock: Clock,
     configuredKeys: readonly string[],
+    /** A store's reads in the same turn (SQLite): a remembered key is read again at a newer version. */
+    private readonly sameTurnReads?: SameTurnReads,
   ) {
     this.configuredKeys = configuredKeys.map((key, i) => ({
       hash: sha256(key),
@@ -103,7 +105,7 @@ export class ApiKeyVerifier {
   /**
    * The key's identity when it matched before and still holds at `version`, synchronously;
    * undefined when only a full check can tell. At a newer version (SQLite's moves with pet writes
-   * too) a store that answers at once (findApiKeyNow) re-reads the record: same hash, still active.
+   * too) a store that answers at once (SameTurnReads) re-reads the record: same hash, still active.
    */
   recall(presented: string, version: number | undefined): AuthenticatedKey | undefined {
     const known = this.remembered.get(presented)
@@ -111,10 +113,10 @@ export class ApiKeyVerifier {
     if (known.version === -1 || known.version === version) {
       return known.record === null || this.isActive(known.record) ? known.identity : undefined
     }
-    if (version === undefined || known.record === null || this.store.findApiKeyNow === undefined) {
+    if (version === undefined || known.record === null || this.sameTurnReads === undefined) {
       return undefined
     }
-    const record = this.store.findApiKeyNow(known.record.id)
+    const record = this.sameTurnReads.findApiKeyNow(known.record.id)
     if (record === null || !record.secretHash.equals(known.record.secretHash)) return undefined
     return this.isActive(record) ? this.matched(presented, version, record) : undefined
   }

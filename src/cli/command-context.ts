@@ -24,7 +24,7 @@ export function commandConfig(): Config {
 
 /** Runs `fn` on an open store, closing it whatever happens. */
 export async function withStore<T>(cfg: Config, fn: (store: Store) => Promise<T>): Promise<T> {
-  const store = await openStore(cfg)
+  const { store } = await openStore(cfg)
   try {
     return await fn(store)
   } finally {

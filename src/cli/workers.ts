@@ -90,7 +90,7 @@ export async function runPrimary(
 ): Promise<void> {
   // Everything that can be wrong with the settings stops the start here, before any fork.
   loadTls(cfg)
-  const store = await openStore(cfg, (err) =>
+  const { store } = await openStore(cfg, (err) =>
     process.stderr.write(`petstore: database connection error: ${err.message}\n`),
   )
   try {

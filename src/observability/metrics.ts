@@ -68,7 +68,7 @@ export class Metrics {
   private deprecatedCalls: () => Iterable<DeprecatedCalls> = () => []
 
   constructor(opts: { processMetrics?: boolean } = {}) {
-    const stats = () => this.store?.stats?.() ?? null
+    const stats = () => this.store?.stats() ?? null
     const hotPathAnswers = () => this.hotPathAnswers
     const deprecatedCalls = () => this.deprecatedCalls()
     new Counter({
@@ -122,7 +122,7 @@ export class Metrics {
   /** Reports the store's connections and queue at each scrape, and each group commit's size. */
   watchStore(store: Store): void {
     this.store = store
-    store.onWriteBatch?.((size) => this.batchSizes.observe(size))
+    store.onWriteBatch((size) => this.batchSizes.observe(size))
   }
 
   requestCompleted({ operation, method, status }: RequestLabels, seconds: number): void {

@@ -6,7 +6,13 @@ import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
 import type { Outcome } from '../http/envelope.js'
 import { compileSerializer } from '../http/serialization.js'
-import type { DataVersion, Deadline, NewPet, Pet as PetRecord, Store } from '../storage/store.js'
+import type {
+  DataVersion,
+  Deadline,
+  NewPet,
+  Pet as PetRecord,
+  SameTurnReads,
+} from '../storage/store.js'
 import { type DeprecatedCallCounter, getPetSunset, isSunset, type WarnLog } from './deprecation.js'
 import { nextPageLink } from './next-link.js'
 import { ReadCache } from './read-cache.js'
@@ -29,7 +35,8 @@ export interface Caller {
 
 export interface PetOperationsOptions {
   service: PetService
-  store: Store
+  /** A pet read in the same turn, from a store whose reads never wait (SQLite); else none. */
+  sameTurnReads?: SameTurnReads
   clock: Clock
   deprecatedCalls: DeprecatedCallCounter
   /** Origin of next-page links when the request names no host. */
@@ -42,13 +49,10 @@ export interface PetOperationsOptions {
 export class PetOperations {
   private readonly petJson: (pet: PetRecord) => string
   private readonly petsJson: (pets: PetRecord[]) => string
-  /** A pet's JSON from a store that reads in the same turn (SQLite). */
-  private readonly petJsonAt: Store['getPetJsonAt']
 
   constructor(private readonly o: PetOperationsOptions) {
     this.petJson = compileSerializer<PetRecord>(Pet)
     this.petsJson = compileSerializer<PetRecord[]>(Pets)
-    this.petJsonAt = o.store.getPetJsonAt?.bind(o.store)
   }
 
   list(query: ListPetsQueryType, caller: Caller): Outcome | Promise<Outcome> {
@@ -96,8 +100,15 @@ export class PetOperations {
     const version = caller.version?.pets
     const key = ReadCache.petKey(petId)
     if (version !== undefined) {
-      const body = this.o.pets.get(key, version)?.body ?? this.petJsonAt?.(petId, version)
-      if (body != null) return { status: 200, headers: [], body }
+      const cached = this.o.pets.get(key, version)?.body
+      if (cached !== undefined) return { status: 200, headers: [], body: cached }
+      // Read in this turn (SQLite), written by the one Pet serializer and kept like any read.
+      const pet = this.o.sameTurnReads?.petAt(petId, version)
+      if (pet != null) {
+        const body = this.petJson(pet)
+        this.o.pets.set(key, version, { body, nextCursor: null })
+        return { status: 200, headers: [], body }
+      }
     }
     return this.o.service.get(petId, caller.deadline).then((pet) => {
       const body = this.petJson(pet)
@@ -114,7 +125,7 @@ export class PetOperations {
     return outcome
   }
 
-  /** A create without an Idempotency-Key, settled through callbacks: no promise per create. */
+  /** A create without an Idempotency-Key, settled through callbacks (the fast lane's form). */
   createThen(
     pet: NewPet,
     deadline: Deadline,

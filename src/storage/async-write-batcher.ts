@@ -6,20 +6,6 @@ export const GATHER_LIMIT = 256
 export const GATHER_MS = 2
 
 /**
- * Calls a submitter's callback. One that throws (a bug) must not stop its batch or the batcher: its
- * error is thrown again on its own, where the process's handler for uncaught errors sees it.
- */
-function settle<V>(callback: (value: V) => void, value: V): void {
-  try {
-    callback(value)
-  } catch (err) {
-    queueMicrotask(() => {
-      throw err
-    })
-  }
-}
-
-/**
  * Group commit for a store whose commits are asynchronous: writes submitted while a commit is in
  * flight go together in the next one, and each promise settles once its own commit has. A commit
  * may refuse single items (an Error in an item's place) while it writes the others.
@@ -44,16 +30,10 @@ export class AsyncWriteBatcher<T, R> {
   }
 
   submit(item: T): Promise<R> {
-    return new Promise<R>((resolve, reject) => this.submitThen(item, resolve, reject))
-  }
-
-  /**
-   * submit with callbacks (which must not throw) instead of a promise, one of them called once the
-   * item's commit has settled: spares the fast lane's create a promise in every layer.
-   */
-  submitThen(item: T, resolve: (r: R) => void, reject: (e: unknown) => void): void {
-    this.queue.push({ item, resolve, reject })
-    this.committing ??= this.drain()
+    return new Promise<R>((resolve, reject) => {
+      this.queue.push({ item, resolve, reject })
+      this.committing ??= this.drain()
+    })
   }
 
   /** Resolves when nothing is queued or in flight; for close. */
@@ -86,13 +66,13 @@ export class AsyncWriteBatcher<T, R> {
       try {
         results = await this.commit(batch.map((b) => b.item))
       } catch (err) {
-        for (const b of batch) settle(b.reject, err)
+        for (const b of batch) b.reject(err)
         continue
       }
       for (const [i, b] of batch.entries()) {
         const result = results[i]!
-        if (result instanceof Error) settle(b.reject, result)
-        else settle(b.resolve, result)
+        if (result instanceof Error) b.reject(result)
+        else b.resolve(result)
       }
       for (const listener of this.listeners) listener(batch.length)
     }

@@ -74,26 +74,11 @@ export interface Store {
   listPets(query: PetPageQuery, deadline?: Deadline): Promise<Pet[]>
   getPet(id: bigint, deadline?: Deadline): Promise<Pet | null>
   /**
-   * getPet in the same turn, as the `Pet` serializer's JSON, as of `version` (dataVersion().pets
-   * read just before) or later: for the fast lane, from adapters whose reads never wait.
-   */
-  getPetJsonAt?(id: bigint, version: number): string | null
-  /**
    * Adds a pet and resolves once it is durable. With `completes`, the idempotency claim is
    * completed in the same transaction, so a replay can never find a claim without its pet; a
    * claim released or taken over meanwhile adds nothing and rejects with ClaimReleasedError.
    */
   createPet(pet: NewPet, completes?: IdempotencyClaimRef, deadline?: Deadline): Promise<Pet>
-  /**
-   * createPet without an idempotency claim, settling through one of the callbacks instead of a
-   * promise (PetService.createThen, for the fast lane).
-   */
-  createPetThen?(
-    pet: NewPet,
-    deadline: Deadline | undefined,
-    created: (pet: Pet) => void,
-    failed: (err: unknown) => void,
-  ): void
   /**
    * Bulk load (`petstore seed`): adds the pets in one transaction, with ascending ids in the order
    * given, and resolves once they are durable. One commit for the lot instead of group commit.
@@ -108,8 +93,6 @@ export interface Store {
   deleteIdempotencyKeysBefore(cutoff: Date): Promise<number>
   insertApiKey(key: ApiKeyRecord): Promise<void>
   findApiKey(id: string): Promise<ApiKeyRecord | null>
-  /** findApiKey answered in the same turn, for adapters whose reads never wait; others leave it out. */
-  findApiKeyNow?(id: string): ApiKeyRecord | null
   listApiKeys(): Promise<ApiKeyRecord[]>
   /** Marks the key revoked; false when no such key exists or it was already revoked. */
   revokeApiKey(id: string, at: Date): Promise<boolean>
@@ -119,13 +102,28 @@ export interface Store {
   close(): Promise<void>
   /**
    * Numbers that move whenever committed pets, or API keys, may have changed, whoever committed
-   * them: a cached result serves only at its numbers, read after the request came. Else no cache.
+   * them: a cached result serves only at its numbers, read after the request came. Given at once
+   * where that is cheap (SQLite), as a promise where it costs a round trip (PostgreSQL).
    */
-  dataVersion?(deadline?: Deadline): DataVersion | Promise<DataVersion>
-  /** Usage figures for metrics, read at each scrape; adapters without them leave this out. */
-  stats?(): StoreStats
-  /** Calls the listener with the size of each group commit; for adapters that batch writes. */
-  onWriteBatch?(listener: (size: number) => void): void
+  dataVersion(deadline?: Deadline): DataVersion | Promise<DataVersion>
+  /** Usage figures for metrics, read at each scrape. */
+  stats(): StoreStats
+  /** Calls the listener with the size of each group commit. */
+  onWriteBatch(listener: (size: number) => void): void
+}
+
+/**
+ * Reads answered in the same turn, from a store whose reads never wait (SQLite). Not part of Store:
+ * the store opener hands them to the app beside it, and callers without them use the Store's reads.
+ */
+export interface SameTurnReads {
+  /**
+   * getPet as of `version` (dataVersion().pets read just before) or later; null when there is no
+   * such pet or the store cannot tell now: the caller then takes getPet's way, which reports it.
+   */
+  petAt(id: bigint, version: number): Pet | null
+  /** findApiKey answered in the same turn. */
+  findApiKeyNow(id: string): ApiKeyRecord | null
 }
 
 /**
@@ -145,8 +143,8 @@ export interface StoreStats {
 }
 
 /**
- * The store's dataVersion; undefined when it has none, or cannot give it now for a reason other
- * than the database's unavailability (callers then use nothing cached, and the request's own query
+ * The store's dataVersion; undefined when it cannot give it now for a reason other than the
+ * database's unavailability (callers then use nothing cached, and the request's own query
  * reports it). A StorageUnavailableError is returned: the request has its answer (503) at once.
  */
 export function readDataVersion(
@@ -154,7 +152,7 @@ export function readDataVersion(
   deadline?: Deadline,
 ): VersionRead | Promise<VersionRead> {
   try {
-    const version = store.dataVersion?.(deadline)
+    const version = store.dataVersion(deadline)
     return version instanceof Promise ? version.catch(unreadVersion) : version
   } catch (err) {
     return unreadVersion(err)

@@ -257,7 +257,7 @@ describe('counters in Redis', () => {
     timeout: 120_000,
   }, async (t) => {
     const redis = await startOwnRedis(t)
-    const { store } = await openTestStore(t, tempDir(t), {})
+    const { store, sameTurnReads } = await openTestStore(t, tempDir(t), {})
     const clock = manualClock(new Date('2026-01-15T12:00:00Z'))
     /** An instance of the service, as a process would be: its own Redis client and counters. */
     const instance = async (config: Partial<Config>): Promise<Instance> => {
@@ -272,6 +272,7 @@ describe('counters in Redis', () => {
           ...config,
         }),
         store,
+        sameTurnReads,
         clock,
         redis: client,
         logger: { level: 'warn', stream: { write: (line: string) => logs.push(line) } },

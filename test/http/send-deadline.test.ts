@@ -27,7 +27,7 @@ import { MAX_PIPELINED_REQUESTS } from '../../src/http/send-deadline.js'
 import { loadTls } from '../../src/http/tls.js'
 import { loggerOptions } from '../../src/observability/logging.js'
 import type { Store } from '../../src/storage/store.js'
-import { testStore } from '../support/app.js'
+import { openTestStore, tempDir } from '../support/app.js'
 import { type LogLine, parseLogLines, startService } from '../support/process.js'
 import {
   ErrorCode,
@@ -95,10 +95,11 @@ async function serve(
     ...loggerOptions(configWith({ logLevel: 'info', logFormat: 'json' }), { isTTY: false }),
     stream: { write: (line: string) => text.push(line) },
   }
-  const store = await testStore(t)
+  const { store, sameTurnReads } = await openTestStore(t, tempDir(t), {})
   const app = await buildApp({
     config: full,
     store,
+    sameTurnReads,
     clock: manualClock(new Date()),
     logger,
     tls: loadTls(full),

@@ -7,7 +7,7 @@ import { buildApp } from '../../src/app.js'
 import { createApiKey } from '../../src/auth/api-keys.js'
 import { manualClock } from '../../src/clock.js'
 import { type Config, configWith } from '../../src/config.js'
-import { createPet, json, testApp, testStore } from '../support/app.js'
+import { createPet, json, openTestStore, tempDir, testApp } from '../support/app.js'
 import { assertAnswered, errorBody, NO_KEY } from '../support/errors.js'
 
 const SUNSET = 'Thu, 05 Dec 2030 00:00:00 GMT'
@@ -150,13 +150,14 @@ describe('getPet sunset', () => {
 describe('getPet call counting', () => {
   async function loggedApp(t: TestContext, config: Partial<Config> = {}) {
     const lines: string[] = []
-    const store = await testStore(t)
+    const { store, sameTurnReads } = await openTestStore(t, tempDir(t), {})
     const clock = manualClock(new Date('2026-01-15T12:00:00Z'))
     const alice = await createApiKey(store, clock, 'alice-app')
     const bob = await createApiKey(store, clock, 'bob-app')
     const app = await buildApp({
       config: configWith(config),
       store,
+      sameTurnReads,
       clock,
       logger: { level: 'info', stream: { write: (line: string) => lines.push(line) } },
     })

@@ -1,7 +1,7 @@
 // PetService.createThen, the callback form of create the fast lane uses: the same pet as create
-// without an Idempotency-Key, on either store (PostgreSQL has no createPetThen, so there it goes
-// through createPet's promise). A name with U+0000 never reaches the service: the schema refuses
-// it in both doors (create-pet.test.ts, fast-lane.test.ts).
+// without an Idempotency-Key, on either store, through createPet's promise. A name with U+0000
+// never reaches the service: the schema refuses it in both doors (create-pet.test.ts,
+// fast-lane.test.ts).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { systemClock } from '../../src/clock.js'

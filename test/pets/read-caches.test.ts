@@ -120,7 +120,7 @@ describe(`read caches over ${TEST_STORE}`, () => {
         Object.assign(Object.create(store), {
           // As each store fails: SQLite throws, PostgreSQL's read rejects.
           dataVersion: () => {
-            if (!failing) return store.dataVersion!()
+            if (!failing) return store.dataVersion()
             const err = new Error('the data version cannot be read')
             if (TEST_STORE === 'sqlite') throw err
             return Promise.reject(err)

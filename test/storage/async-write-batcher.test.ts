@@ -136,44 +136,5 @@ storeIndependent(() => {
       assert.equal(await batcher.submit('c'), 'c')
       await batcher.idle()
     })
-
-    test('submitThen settles through its callbacks, once each, in one batch with promised writes', async () => {
-      let fail = false
-      const batches: string[][] = []
-      const batcher = new AsyncWriteBatcher<string, string>(async (items) => {
-        batches.push(items)
-        if (fail) throw new Error('disk full')
-        return items.map((item) => `${item}!`)
-      })
-      const settled: string[] = []
-      const settledBoth = new Promise<void>((done) => {
-        const record = (what: string) => {
-          settled.push(what)
-          if (settled.length === 2) done()
-        }
-        batcher.submitThen(
-          'a',
-          (r) => record(`a ${r}`),
-          () => record('a failed'),
-        )
-        const promised = batcher.submit('b')
-        batcher.submitThen(
-          'c',
-          (r) => record(`c ${r}`),
-          () => record('c failed'),
-        )
-        promised.then((r) => assert.equal(r, 'b!'))
-      })
-      await settledBoth
-      assert.deepEqual(batches, [['a', 'b', 'c']])
-      assert.deepEqual(settled, ['a a!', 'c c!'])
-
-      fail = true
-      const failed = await new Promise<unknown>((done) =>
-        batcher.submitThen('d', () => done('resolved'), done),
-      )
-      assert.match(String(failed), /disk full/)
-      await batcher.idle()
-    })
   })
 })

@@ -350,7 +350,7 @@ export function storeContract(adapter: string, open: OpenStore): void {
 
     test('dataVersion: pets moves with every change to pets, keys with every change to API keys; reads move neither', async (t) => {
       const store = await open(t)
-      const version = async () => await store.dataVersion!()
+      const version = async () => await store.dataVersion()
       const key: ApiKeyRecord = {
         id: 'aaaaaaaaaaaa',
         name: 'ci',

@@ -10,7 +10,7 @@ import { type Config, configWith } from '../../src/config.js'
 import { openPostgresStore } from '../../src/storage/postgres/postgres-store.js'
 import { Database } from '../../src/storage/sqlite/driver.js'
 import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
-import type { Store } from '../../src/storage/store.js'
+import type { SameTurnReads, Store } from '../../src/storage/store.js'
 import { Conformance } from './conformance.js'
 import { freshPostgresUrl, TEST_STORE } from './postgres.js'
 import { tempDir } from './workspace.js'
@@ -52,13 +52,23 @@ export async function testStore(
   return (await openTestStore(t, dir, settings)).store
 }
 
-/** testStore, with a `sql` function for another connection to the store's database. */
+/** What openTestStore opens: the store, its same-turn reads (SQLite) and a `sql` function. */
+export interface OpenedTestStore {
+  store: Store
+  sameTurnReads?: SameTurnReads
+  sql: TestApp['sql']
+}
+
+/**
+ * testStore, with its same-turn reads (as openStore gives them) and a `sql` function for another
+ * connection to the store's database.
+ */
 export async function openTestStore(
   t: TestContext,
   dir: string,
   settings: Partial<Pick<Config, 'idempotencyKeysPerApiKey'>>,
-): Promise<{ store: Store; sql: TestApp['sql'] }> {
-  let opened: { store: Store; sql: TestApp['sql'] }
+): Promise<OpenedTestStore> {
+  let opened: OpenedTestStore
   if (TEST_STORE === 'postgres') {
     const url = await freshPostgresUrl(t)
     const store = await openPostgresStore({ url, poolSize: 5, timeoutMs: 5000, ...settings })
@@ -88,7 +98,7 @@ export async function openTestStore(
         db.close()
       }
     }
-    opened = { store, sql }
+    opened = { store, sameTurnReads: store, sql }
   }
   t.after(() => opened.store.close())
   return opened
@@ -97,7 +107,7 @@ export async function openTestStore(
 export async function testApp(t: TestContext, opts: TestAppOptions = {}): Promise<TestApp> {
   const dir = tempDir(t)
   const config = configWith(opts.config)
-  const { store, sql } = await openTestStore(t, dir, {
+  const { store, sameTurnReads, sql } = await openTestStore(t, dir, {
     idempotencyKeysPerApiKey: config.idempotencyKeysPerApiKey,
   })
   const clock = manualClock(opts.now ?? new Date('2026-01-15T12:00:00Z'))
@@ -105,6 +115,7 @@ export async function testApp(t: TestContext, opts: TestAppOptions = {}): Promis
   const app = await buildApp({
     config,
     store: opts.wrapStore ? opts.wrapStore(store) : store,
+    sameTurnReads,
     clock: opts.clock ?? clock,
   })
   await app.ready()

@@ -42,7 +42,7 @@ export async function twoDoors(
   config: Partial<Config> = {},
   extend: (app: FastifyInstance) => void = () => {},
 ): Promise<Doors> {
-  const { store, sql } = await openTestStore(t, tempDir(t), {})
+  const { store, sameTurnReads, sql } = await openTestStore(t, tempDir(t), {})
   const clock = manualClock(new Date('2026-01-15T12:00:00Z'))
   const { key } = await createApiKey(store, clock, 'test-key')
   const draining = { on: false }
@@ -52,6 +52,7 @@ export async function twoDoors(
     const app = await buildApp({
       config: configWith({ ...config, hotPath }),
       store,
+      sameTurnReads,
       clock,
       metrics,
       isDraining: () => draining.on,

@@ -12,7 +12,7 @@ import { type Config, configWith } from '../../src/config.js'
 import { loadTls } from '../../src/http/tls.js'
 import type { Metrics } from '../../src/observability/metrics.js'
 import type { Store } from '../../src/storage/store.js'
-import { testStore } from './app.js'
+import { openTestStore, tempDir } from './app.js'
 
 export interface Certificate {
   certPath: string
@@ -92,7 +92,7 @@ export async function tlsServer(
   },
 ): Promise<TlsServer> {
   const { certPath, keyPath } = certificate()
-  const store = await testStore(t)
+  const { store, sameTurnReads } = await openTestStore(t, tempDir(t), {})
   const clock = manualClock(new Date('2026-01-15T12:00:00Z'))
   const config = configWith({
     tlsCertPath: certPath,
@@ -105,6 +105,7 @@ export async function tlsServer(
   const app = await buildApp({
     config,
     store,
+    sameTurnReads,
     clock,
     tls: loadTls(config),
     isDraining: opts.isDraining,
@@ -112,7 +113,7 @@ export async function tlsServer(
   })
   await app.listen({ port: 0, host: '127.0.0.1' })
   let closed: Promise<void> | undefined
-  // The store closes after the test, by testStore.
+  // The store closes after the test, by openTestStore.
   const close = () => {
     closed ??= app.close()
     return closed

@@ -1,7 +1,7 @@
-// The SQLite store's reads of pets: pages on the main connection, single pets also as JSON.
+// The SQLite store's reads of pets: pages on the main connection, single pets also at a version.
 import type Database from 'better-sqlite3'
 import type { PetPageQuery } from '../store.js'
-import { PET_BY_ID, PET_JSON_BY_ID, type PetRow } from './pet-row.js'
+import { PET_BY_ID, type PetRow } from './pet-row.js'
 import type { SnapshotReader } from './snapshot-reader.js'
 
 const SELECT_PET = 'SELECT id, name, category_id, status FROM pets'
@@ -12,7 +12,6 @@ export class SqlitePetReads {
   private readonly firstPageByStatus
   private readonly pageAfterByStatus
   private readonly byIdRow
-  private readonly byIdJson
 
   constructor(
     db: Database.Database,
@@ -32,7 +31,6 @@ export class SqlitePetReads {
       )
       .raw(true)
     this.byIdRow = db.prepare<[bigint], PetRow>(PET_BY_ID).raw(true)
-    this.byIdJson = db.prepare<[bigint], string>(PET_JSON_BY_ID).pluck()
   }
 
   page({ afterId, status, limit }: PetPageQuery): PetRow[] {
@@ -48,9 +46,8 @@ export class SqlitePetReads {
     return this.byIdRow.get(id)
   }
 
-  /** The pet's JSON text as of `version` (dataVersion().pets read just before). */
-  jsonAt(id: bigint, version: number): string | null {
-    const json = this.reader ? this.reader.petJson(id, version) : this.byIdJson.get(id)
-    return json ?? null
+  /** The pet's row as of `version` (dataVersion().pets read just before). */
+  byIdAt(id: bigint, version: number): PetRow | undefined {
+    return this.reader ? this.reader.petRow(id, version) : this.byIdRow.get(id)
   }
 }

@@ -1,9 +1,9 @@
-// Reads of single pets (as their JSON) for either door: a turn's gets share one read transaction, kept
-// open while the data version holds and until the callback that opened it returns, since opening
+// Reads of single pets for either door: a turn's gets share one read transaction, kept open while
+// the data version holds and until the callback that opened it returns, since opening
 // one per lookup costs more than the lookup (docs/performance.md).
 import type BetterSqlite3 from 'better-sqlite3'
 import { Database } from './driver.js'
-import { PET_JSON_BY_ID } from './pet-row.js'
+import { PET_BY_ID, type PetRow } from './pet-row.js'
 
 /** Page cache: enough for the id tree's interior pages, which every lookup reads, not its leaves. */
 const CACHE_KIB = 4096
@@ -13,7 +13,7 @@ export class SnapshotReader {
   private readonly db: BetterSqlite3.Database
   private readonly begin: BetterSqlite3.Statement
   private readonly commit: BetterSqlite3.Statement
-  private readonly petJsonById: BetterSqlite3.Statement<[bigint], string>
+  private readonly petById: BetterSqlite3.Statement<[bigint], PetRow>
   /** The version the open transaction was opened at; null when none is open. */
   private openAt: number | null = null
   private endScheduled = false
@@ -29,14 +29,14 @@ export class SnapshotReader {
     this.db.defaultSafeIntegers(true)
     this.begin = this.db.prepare('BEGIN')
     this.commit = this.db.prepare('COMMIT')
-    this.petJsonById = this.db.prepare<[bigint], string>(PET_JSON_BY_ID).pluck()
+    this.petById = this.db.prepare<[bigint], PetRow>(PET_BY_ID).raw(true)
   }
 
   /**
-   * The pet's JSON (PET_JSON_BY_ID) as of `version`, dataVersion().pets read just before: a
-   * snapshot taken after that read is reused only while the version holds, so it is current.
+   * The pet's row as of `version`, dataVersion().pets read just before: a snapshot taken after
+   * that read is reused only while the version holds, so it is current.
    */
-  petJson(id: bigint, version: number): string | undefined {
+  petRow(id: bigint, version: number): PetRow | undefined {
     if (this.openAt !== version) {
       this.end()
       this.begin.run()
@@ -46,7 +46,7 @@ export class SnapshotReader {
         queueMicrotask(this.endOfCallback)
       }
     }
-    return this.petJsonById.get(id)
+    return this.petById.get(id)
   }
 
   /** Ends the open transaction, if any: the next read takes a new snapshot. */

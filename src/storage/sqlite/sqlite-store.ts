@@ -47,7 +47,8 @@ export async function openSqliteStore(
   return new SqliteStore(db, writer, walIndex, reader, cap, file)
 }
 
-export class SqliteStore implements domain.Store {
+/** The Store over SQLite, whose reads never wait: it gives the same-turn reads too. */
+export class SqliteStore implements domain.Store, domain.SameTurnReads {
   readonly kind = 'sqlite'
   private readonly pets: SqlitePetReads
   private readonly apiKeys: SqliteApiKeys
@@ -120,25 +121,15 @@ export class SqliteStore implements domain.Store {
   }
 
   /** Null while the file is gone: the caller then takes getPet's way, which reports it. */
-  getPetJsonAt(id: bigint, version: number): string | null {
+  petAt(id: bigint, version: number): domain.Pet | null {
     if (this.faults.fileGone) return null
-    return this.pets.jsonAt(id, version)
+    const row = this.pets.byIdAt(id, version)
+    return row ? toPet(row) : null
   }
 
   createPet(pet: domain.NewPet, completes?: domain.IdempotencyClaimRef): Promise<domain.Pet> {
     if (this.closed) return Promise.reject(new Error('store is closed'))
     return this.creates.submit({ pet, completes })
-  }
-
-  /** The deadline is not needed: the writer thread's own wait is bounded (busy_timeout). */
-  createPetThen(
-    pet: domain.NewPet,
-    _deadline: domain.Deadline | undefined,
-    created: (pet: domain.Pet) => void,
-    failed: (err: unknown) => void,
-  ): void {
-    if (this.closed) failed(new Error('store is closed'))
-    else this.creates.submitThen({ pet, completes: undefined }, created, failed)
   }
 
   async insertPets(pets: domain.NewPet[]): Promise<void> {

@@ -61,7 +61,7 @@ forStore('sqlite', () => {
     })
   })
 
-  test('sqlite: getPetJsonAt reads the data as of the version given, whoever committed since', async (t) => {
+  test('sqlite: petAt reads the data as of the version given, whoever committed since', async (t) => {
     const path = join(tempDir(t), 'store.db')
     const store = await openSqliteStore(path)
     t.after(() => store.close())
@@ -74,24 +74,26 @@ forStore('sqlite', () => {
     const first = await store.createPet({ name: 'first', categoryId: 1n })
 
     const v1 = store.dataVersion().pets
-    assert.equal(store.getPetJsonAt(first.id, v1), '{"id":1,"name":"first","categoryId":1}')
-    assert.equal(store.getPetJsonAt(2n, v1), null)
+    assert.deepEqual(store.petAt(first.id, v1), { id: 1n, name: 'first', categoryId: 1n })
+    assert.equal(store.petAt(2n, v1), null)
 
     // A commit by another connection in the same turn: the version moves, and the next read at the
     // new version sees the commit although the turn has not ended.
     insert.run('second')
     const v2 = store.dataVersion().pets
     assert.notEqual(v2, v1)
-    assert.equal(
-      store.getPetJsonAt(2n, v2),
-      '{"id":2,"name":"second","categoryId":2,"status":"sold"}',
-    )
+    assert.deepEqual(store.petAt(2n, v2), {
+      id: 2n,
+      name: 'second',
+      categoryId: 2n,
+      status: 'sold',
+    })
 
     // This store's own commit (the writer thread's connection) moves it too.
     const third = await store.createPet({ name: 'third', categoryId: 3n })
     const v3 = store.dataVersion().pets
     assert.notEqual(v3, v2)
-    assert.equal(store.getPetJsonAt(third.id, v3), '{"id":3,"name":"third","categoryId":3}')
+    assert.deepEqual(store.petAt(third.id, v3), { id: 3n, name: 'third', categoryId: 3n })
 
     // The snapshot of a turn is released when the turn ends: another process may checkpoint and
     // restart the WAL, which an open read transaction would hold back.
@@ -100,10 +102,12 @@ forStore('sqlite', () => {
     const [row] = other.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[]
     assert.equal(row!.busy, 0)
     insert.run('fourth')
-    assert.equal(
-      store.getPetJsonAt(4n, store.dataVersion().pets),
-      '{"id":4,"name":"fourth","categoryId":2,"status":"sold"}',
-    )
+    assert.deepEqual(store.petAt(4n, store.dataVersion().pets), {
+      id: 4n,
+      name: 'fourth',
+      categoryId: 2n,
+      status: 'sold',
+    })
   })
 
   test('sqlite: a start that finds the file locked past busy_timeout tries again', async (t) => {
