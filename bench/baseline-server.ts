@@ -62,9 +62,12 @@ const server = process.argv[4] === 'fastify' ? await bareFastify() : createServe
 
 async function bareFastify(): Promise<Server> {
   const app = Fastify({ logger: false })
-  // The body read whole and not parsed, as the node:http baseline reads it.
+  // The body read whole and not parsed, as the node:http baseline reads it (and as the service
+  // registers its JSON parser).
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body))
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) =>
+    done(null, body),
+  )
   const answer = (request: FastifyRequest, reply: FastifyReply, status: number, body: Buffer) => {
     if (request.headers.authorization !== expected) {
       return reply.code(401).type('application/json').send(unauthorized)
