@@ -84,14 +84,7 @@ export function createFastLane(o: FastLaneOptions): FastLane {
     else if (taken.operation === 'getPet') {
       o.operations.getPetCalled(caller)
       settle(x, o.operations.get(taken.petId, caller))
-    } else {
-      o.operations.createThen(
-        newPetOfBody(body!),
-        caller.deadline,
-        (r) => respond(x, r),
-        (err) => fail(x, err),
-      )
-    }
+    } else settle(x, o.operations.create(newPetOfBody(body!), caller))
   }
   const admitted = (x: Exchange, a: Admission, version: DataVersion | undefined, body?: Buffer) => {
     x.keyName = a.key?.name

@@ -125,30 +125,6 @@ export class PetOperations {
     return outcome
   }
 
-  /** A create without an Idempotency-Key, settled through callbacks (the fast lane's form). */
-  createThen(
-    pet: NewPet,
-    deadline: Deadline,
-    done: (o: Outcome) => void,
-    failed: (err: unknown) => void,
-  ): void {
-    this.o.service.createThen(
-      pet,
-      deadline,
-      (created) => {
-        let outcome: Outcome
-        try {
-          outcome = this.created(created)
-        } catch (err) {
-          failed(err)
-          return
-        }
-        done(outcome)
-      },
-      failed,
-    )
-  }
-
   private created(pet: PetRecord): Outcome {
     return { status: 201, headers: ['location', `/v1/pets/${pet.id}`], body: this.petJson(pet) }
   }

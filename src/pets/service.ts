@@ -50,19 +50,6 @@ export class PetService {
     return { pets, nextCursor: encodeCursor(pets[pets.length - 1]!.id) }
   }
 
-  /**
-   * create without an Idempotency-Key, settled through callbacks. The store has one form of a
-   * create: a callback form of it saved ~1% of a create (docs/performance.md).
-   */
-  createThen(
-    pet: NewPet,
-    deadline: Deadline | undefined,
-    created: (pet: Pet) => void,
-    failed: (err: unknown) => void,
-  ): void {
-    this.store.createPet(pet, undefined, deadline).then(created, failed)
-  }
-
   async get(id: bigint, deadline?: Deadline): Promise<Pet> {
     const pet = await this.store.getPet(id, deadline)
     if (!pet) throw new ApiError('not_found', `no pet with id ${id}`)

@@ -1,40 +1,26 @@
-// PetService.createThen, the callback form of create the fast lane uses: the same pet as create
-// without an Idempotency-Key, on either store, through createPet's promise. A name with U+0000
-// never reaches the service: the schema refuses it in both doors (create-pet.test.ts,
-// fast-lane.test.ts).
+// PetService.create on either store: without an Idempotency-Key, and with one whose claim could
+// not be released. A name with U+0000 never reaches the service: the schema refuses it in both
+// doors (create-pet.test.ts, fast-lane.test.ts).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { systemClock } from '../../src/clock.js'
 import { PetService } from '../../src/pets/service.js'
 import { StorageUnavailableError } from '../../src/storage/errors.js'
-import type { IdempotencyClaimRef, NewPet, Pet, Store } from '../../src/storage/store.js'
+import type { IdempotencyClaimRef, Store } from '../../src/storage/store.js'
 import { testStore } from '../support/app.js'
 
-/** createThen as a promise of which callback it called, and with what. */
-function createThen(service: PetService, pet: NewPet) {
-  return new Promise<{ created?: Pet; failed?: unknown }>((resolve) =>
-    service.createThen(
-      pet,
-      undefined,
-      (created) => resolve({ created }),
-      (failed) => resolve({ failed }),
-    ),
-  )
-}
-
-test('createThen stores the pet and hands it to `created`, as create does', async (t) => {
+test('create without an Idempotency-Key stores each pet once, with exact 64-bit fields', async (t) => {
   const store = await testStore(t)
   const service = new PetService(store, systemClock)
-  const viaCreate = await service.create({ name: 'first', categoryId: 1n }, 'key-1')
-  const outcome = await createThen(service, {
-    name: 'second',
-    categoryId: 9007199254740993n,
-    status: 'sold',
-  })
-  const second = { id: 2n, name: 'second', categoryId: 9007199254740993n, status: 'sold' }
-  assert.deepEqual(viaCreate, { pet: { id: 1n, name: 'first', categoryId: 1n }, replayed: false })
-  assert.deepEqual(outcome, { created: second })
-  assert.deepEqual(await store.getPet(2n), second)
+  const first = await service.create({ name: 'first', categoryId: 1n }, 'key-1')
+  const second = await service.create(
+    { name: 'second', categoryId: 9007199254740993n, status: 'sold' },
+    'key-1',
+  )
+  const stored = { id: 2n, name: 'second', categoryId: 9007199254740993n, status: 'sold' }
+  assert.deepEqual(first, { pet: { id: 1n, name: 'first', categoryId: 1n }, replayed: false })
+  assert.deepEqual(second, { pet: stored, replayed: false })
+  assert.deepEqual(await store.getPet(2n), stored)
 })
 
 test('a claim whose release failed with its create is released before the key is claimed again', async (t) => {
