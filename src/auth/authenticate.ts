@@ -1,4 +1,4 @@
-// The Fastify door's authentication: the routes that need a key, and the hook that admits.
+// The routes' authentication: which routes need a key, and the onRequest hook that admits.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { isApiTarget } from '../http/request-target.js'
 import type { Admission, Admissions } from './admission.js'

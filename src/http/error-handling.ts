@@ -1,4 +1,4 @@
-// The Fastify door's errors and the parser's: every one answered through the envelope.
+// The routes' errors and the body parser's: every one answered through the envelope.
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify'
 import { ApiError } from '../errors.js'
