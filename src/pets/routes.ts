@@ -1,8 +1,8 @@
 // The pet operations' routes: each declares its schema (validation and the OpenAPI document) and
-// hands the parsed request to the operation core (operations.ts). Before a handler runs, its request has waited for the end of its event-loop turn, where one data-version
-// read serves the turn's requests (the `waitForTurnVersion` hook, src/http/root-hooks.ts): the
-// caller's `version` and `deadline` come from there; its answer goes out with the turn's others
-// (`writeWithTurn`).
+// hands the parsed request to the operation core (operations.ts). Before a handler runs, its
+// request has waited for the end of its event-loop turn, where one data-version read serves the
+// turn's requests (the `waitForTurnVersion` hook, src/http/root-hooks.ts): the caller's `version`
+// and `deadline` come from there; its answer goes out with the turn's others (`writeWithTurn`).
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { authenticatedKey } from '../auth/authenticate.js'
