@@ -102,19 +102,18 @@ export class PetOperations {
     if (version !== undefined) {
       const cached = this.o.pets.get(key, version)?.body
       if (cached !== undefined) return { status: 200, headers: [], body: cached }
-      // Read in this turn (SQLite), written by the one Pet serializer and kept like any read.
+      // Read in this turn where the store can (SQLite), else below, the same way after.
       const pet = this.o.sameTurnReads?.petAt(petId, version)
-      if (pet != null) {
-        const body = this.petJson(pet)
-        this.o.pets.set(key, version, { body, nextCursor: null })
-        return { status: 200, headers: [], body }
-      }
+      if (pet != null) return this.found(key, version, pet)
     }
-    return this.o.service.get(petId, caller.deadline).then((pet) => {
-      const body = this.petJson(pet)
-      if (version !== undefined) this.o.pets.set(key, version, { body, nextCursor: null })
-      return { status: 200, headers: [], body }
-    })
+    return this.o.service.get(petId, caller.deadline).then((pet) => this.found(key, version, pet))
+  }
+
+  /** A pet read, written by the one Pet serializer and kept at `version` for the next get. */
+  private found(key: string, version: number | undefined, pet: PetRecord): Outcome {
+    const body = this.petJson(pet)
+    if (version !== undefined) this.o.pets.set(key, version, { body, nextCursor: null })
+    return { status: 200, headers: [], body }
   }
 
   /** A create with an Idempotency-Key claims it first, and a retry replays the first answer. */
