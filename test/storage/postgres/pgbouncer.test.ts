@@ -115,15 +115,20 @@ forStore('postgres', () => {
     t.after(() => holder.end())
     await holder.query('SELECT pg_advisory_lock(3853314791062309107)')
     const opening = openPostgresStore({ url: db.url, poolSize: 1, timeoutMs: 5000 })
-    let waiting: string[] = []
-    await until('the start waits for the migration lock', async () => {
+    const waitingQueries = async () => {
       const { rows } = await adminQuery<{ query: string }>(
         `SELECT query FROM pg_stat_activity WHERE datname = $1 AND wait_event = 'advisory'`,
         [db.name],
       )
-      waiting = rows.map((r) => r.query)
-      return rows.length > 0
-    })
+      return rows.map((r) => r.query)
+    }
+    await until(
+      'the start waits for the migration lock',
+      async () => (await waitingQueries()).length > 0,
+    )
+    // Read again: pg_stat_activity reads a wait live but a query from a snapshot, so the read that
+    // first sees the wait can still show the statement before it.
+    const waiting = await waitingQueries()
     // A session lock would outlive the statement on a server connection that PgBouncer then gives
     // to other clients, while its release could reach another one.
     assert.equal(waiting.length, 1)
