@@ -9,7 +9,8 @@
 // dist/petstore.cjs through V8's code cache; dist/writer-thread.js is the SQLite writer thread's
 // entry, beside the bundle, where src/storage/sqlite/writer.ts looks for it. The /docs page serves
 // dist/redoc.standalone.js, a copy of the redoc package's browser bundle (src/http/docs-page.ts),
-// so that the container image ships this one file instead of redoc and its dependencies.
+// so that the container image ships this one file instead of redoc and its dependencies, and
+// dist/docs-page-script.js, the page's own script, copied as it is.
 //
 // Why CommonJS for the bundle: a code cache can be given to vm.Script, which compiles scripts, not
 // ES modules (Node 20 has no cache for those). One file, as CommonJS cannot split into chunks: the
@@ -132,4 +133,5 @@ copyFileSync(
   createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js'),
   join(OUT, 'redoc.standalone.js'),
 )
+copyFileSync(join(ROOT, 'src/http/docs-page-script.js'), join(OUT, 'docs-page-script.js'))
 writeFileSync(STAMP, digest)

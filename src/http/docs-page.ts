@@ -1,11 +1,10 @@
-// The reference page at /docs: Redoc renders the served OpenAPI document. Its script comes from
-// the redoc npm package and is served by the service itself, so the page works offline.
-import { createHash } from 'node:crypto'
+// The reference page at /docs: Redoc renders the served OpenAPI document and a "Try it" panel
+// sends its operations. Every script comes from the service itself (Redoc's from the redoc npm
+// package), so the page works offline.
 import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
-import { promisify } from 'node:util'
-import { gzip } from 'node:zlib'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
+import { serveScript } from './docs-assets.js'
 
 export interface DocsPageOptions {
   /** Where the page fetches the OpenAPI document from. */
@@ -13,16 +12,20 @@ export interface DocsPageOptions {
 }
 
 const BUNDLE_URL = '/docs/redoc.standalone.js'
+const SCRIPT_URL = '/docs/page.js'
 /** `npm run build` copies the bundle into dist/, beside the service's: the image ships it alone. */
 const BUILT_BUNDLE = new URL('redoc.standalone.js', import.meta.url)
 const PACKAGE_BUNDLE = 'redoc/bundles/redoc.standalone.js'
+/** Beside this module in src/http/, and beside the service's bundle in dist/ (scripts/build.ts). */
+const PAGE_SCRIPT = new URL('docs-page-script.js', import.meta.url)
 /** The sidebar footer of Redoc loads this logo from Redocly's CDN, the page's only outside call. */
 const CDN_LOGO = 'https://cdn.redoc.ly/redoc/logo-mini.svg'
 const BLANK_IMAGE = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg'/%3E"
 
 /**
  * Redoc injects its styles at run time ('unsafe-inline' styles) and runs its search index in a
- * worker made from a blob: URL; everything else comes from this origin or nowhere.
+ * worker made from a blob: URL; everything else, the panel's requests included, comes from this
+ * origin or nowhere.
  */
 export const DOCS_CSP = [
   "default-src 'none'",
@@ -44,10 +47,48 @@ const THEME = {
   typography: { fontFamily: SANS, headings: { fontFamily: SANS }, code: { fontFamily: MONO } },
 }
 
+/** The panel floats over the page's bottom right corner, above Redoc's columns. */
+const PANEL_STYLE = `
+body { margin: 0 }
+#try-it { position: fixed; right: 1rem; bottom: 1rem; z-index: 10; max-width: min(34rem, 90vw);
+  max-height: 85vh; overflow: auto; background: #fff; color: #222; border: 1px solid #999;
+  border-radius: 4px; box-shadow: 0 2px 12px rgba(0, 0, 0, .3); font: 14px ${SANS} }
+#try-it summary { cursor: pointer; padding: .5rem 1rem; font-weight: 600 }
+#try-it form, #try-it output { display: grid; gap: .5rem; padding: 0 1rem 1rem }
+#try-it label { display: grid; gap: .2rem }
+#try-it input, #try-it select, #try-it textarea, #try-it pre { font: 13px ${MONO} }
+#try-it pre { margin: 0; padding: .5rem; background: #f4f4f4; white-space: pre-wrap;
+  overflow-wrap: anywhere }
+#try-it [hidden], #try-it-headers:empty, #try-it-answer:empty { display: none }
+#try-it-status { margin: 0; font-weight: 600 }
+`
+
 const escapeAttribute = (s: string) =>
   s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
 
-/** Redoc reads its options from the <redoc> element, so the page needs no inline script. */
+/** The form's fields are filled by the page's script, which shows it once the document is read. */
+const PANEL = `<aside id="try-it" aria-label="Try it">
+<details>
+<summary>Try it</summary>
+<form id="try-it-form" hidden>
+<label>API key <input name="key" type="password" autocomplete="off" spellcheck="false" placeholder="sent as Authorization: Bearer …, kept in this tab only"></label>
+<label>Operation <select name="operation"></select></label>
+<div id="try-it-parameters"></div>
+<label id="try-it-body-label">Body (JSON) <textarea name="body" rows="6" spellcheck="false"></textarea></label>
+<button type="submit">Send</button>
+</form>
+<output form="try-it-form" aria-live="polite">
+<p id="try-it-status"></p>
+<pre id="try-it-headers" aria-label="Response headers"></pre>
+<pre id="try-it-answer" aria-label="Response body"></pre>
+</output>
+</details>
+</aside>`
+
+/**
+ * Redoc reads its options from the <redoc> element; the page's script hands it the document it
+ * has read (no `spec-url`, which Redoc would fetch and round with JSON.parse). No inline script.
+ */
 function page(specUrl: string): string {
   return `<!doctype html>
 <html lang="en">
@@ -56,40 +97,16 @@ function page(specUrl: string): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Pet Store API reference</title>
 <link rel="icon" href="data:,">
-<style>body { margin: 0 }</style>
+<style>${PANEL_STYLE}</style>
 </head>
 <body>
-<redoc spec-url="${escapeAttribute(specUrl)}" theme="${escapeAttribute(JSON.stringify(THEME))}" expand-responses="200,201"></redoc>
+<redoc theme="${escapeAttribute(JSON.stringify(THEME))}" expand-responses="200,201" download-definition-url="${escapeAttribute(specUrl)}"></redoc>
+${PANEL}
 <script src="${BUNDLE_URL}"></script>
+<script src="${SCRIPT_URL}" data-spec-url="${escapeAttribute(specUrl)}"></script>
 </body>
 </html>
 `
-}
-
-interface Bundle {
-  body: Buffer
-  gzipped: Buffer
-  etag: string
-}
-
-/** True when Accept-Encoding allows gzip (by name or `*`) with a non-zero quality. */
-export function acceptsGzip(header: string | undefined): boolean {
-  if (!header) return false
-  return header.split(',').some((part) => {
-    const [coding = '', ...params] = part.split(';').map((s) => s.trim().toLowerCase())
-    if (coding !== 'gzip' && coding !== '*') return false
-    const q = params.find((p) => p.startsWith('q='))
-    return q === undefined || Number(q.slice(2)) > 0
-  })
-}
-
-function matchesEtag(request: FastifyRequest, etag: string): boolean {
-  const header = request.headers['if-none-match']
-  if (!header) return false
-  return header.split(',').some((t) => {
-    const tag = t.trim()
-    return tag === '*' || tag === etag || tag === `W/${etag}`
-  })
 }
 
 /** The built copy, or in a checkout run from src/ the redoc package's own file. */
@@ -104,16 +121,6 @@ async function readBundle(): Promise<string> {
 
 export async function docsPage(app: FastifyInstance, opts: DocsPageOptions): Promise<void> {
   const html = page(opts.specUrl ?? '/v1/openapi.json')
-  // Read and compressed once, on first use, so building an app stays cheap.
-  let bundle: Promise<Bundle> | undefined
-  const loadBundle = async (): Promise<Bundle> => {
-    // Served with the logo left blank, so that opening the page calls no third party; the page
-    // test fails if an upgrade of Redoc brings another outside call.
-    const body = Buffer.from((await readBundle()).replace(CDN_LOGO, BLANK_IMAGE))
-    const gzipped = await promisify(gzip)(body)
-    const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`
-    return { body, gzipped, etag }
-  }
 
   app.get(
     '/docs',
@@ -128,25 +135,11 @@ export async function docsPage(app: FastifyInstance, opts: DocsPageOptions): Pro
     },
   )
 
-  app.get(
-    BUNDLE_URL,
-    { config: { public: true, operation: 'docsAsset' }, schema: { hide: true } },
-    async (request, reply) => {
-      bundle ??= loadBundle().catch((err: unknown) => {
-        bundle = undefined
-        throw err
-      })
-      const { body, gzipped, etag } = await bundle
-      reply
-        .header('cache-control', 'public, max-age=86400')
-        .header('etag', etag)
-        .header('vary', 'accept-encoding')
-        .header('x-content-type-options', 'nosniff')
-      if (matchesEtag(request, etag)) return reply.code(304).send()
-      reply.type('text/javascript; charset=utf-8')
-      if (!acceptsGzip(request.headers['accept-encoding'])) return body
-      reply.header('content-encoding', 'gzip')
-      return gzipped
-    },
+  // Served with the logo left blank, so that opening the page calls no third party; the page
+  // test fails if an upgrade of Redoc brings another outside call.
+  serveScript(app, BUNDLE_URL, 'public, max-age=86400', async () =>
+    (await readBundle()).replace(CDN_LOGO, BLANK_IMAGE),
   )
+  // Revalidated on every load: it goes with the page's HTML, which changes with the service.
+  serveScript(app, SCRIPT_URL, 'no-cache', () => readFile(PAGE_SCRIPT, 'utf8'))
 }

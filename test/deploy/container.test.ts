@@ -545,7 +545,8 @@ storeIndependent(() => {
         ['/app/node_modules/better-sqlite3-napi/prebuilds/linux-x64.node'],
       )
 
-      // The /docs page's script is the redoc package's bundle, shipped in dist/ without the package.
+      // The /docs page's scripts: the redoc package's bundle, shipped in dist/ without the package,
+      // and the page's own.
       const script = await fetch(`${first}/docs/redoc.standalone.js`, {
         headers: { 'accept-encoding': 'identity' },
       })
@@ -553,6 +554,15 @@ storeIndependent(() => {
       assert.ok(
         Buffer.from(await script.arrayBuffer()).equals(servedRedocBundle()),
         'the image serves the redoc package’s bundle',
+      )
+      const pageScript = await fetch(`${first}/docs/page.js`, {
+        headers: { 'accept-encoding': 'identity' },
+      })
+      assert.equal(pageScript.status, 200)
+      assert.equal(
+        await pageScript.text(),
+        readFileSync(new URL('../../src/http/docs-page-script.js', import.meta.url), 'utf8'),
+        'the image serves the page’s own script',
       )
 
       const created = await call(
