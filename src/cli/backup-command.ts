@@ -1,7 +1,16 @@
 // `petstore backup FILE`: a consistent copy of the embedded store, safe beside a running service.
-// The copy is made under a temporary name beside FILE and renamed once complete and checked, so
-// an interrupted backup never leaves a partial file under FILE.
-import { existsSync, linkSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs'
+// The copy is made in a directory of its own beside FILE and moved to FILE once complete and
+// checked, so an interrupted backup never leaves a partial FILE, and leaves one entry to delete.
+import {
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
 import type { Command } from 'commander'
 import { sqlitePathOf } from '../storage/open-store.js'
@@ -24,7 +33,8 @@ export function addBackupCommand(program: Command): void {
       'after',
       '\nThe copy holds every pet committed before the backup began, passed\n' +
         'PRAGMA integrity_check, and is one self-contained file (no -wal beside it).\n' +
-        'It is written under a temporary name beside FILE and renamed when complete.\n' +
+        'It is written in a directory FILE.partial-<pid> beside FILE and moved to FILE\n' +
+        'when complete; one left by a killed backup is removed by the next backup to FILE.\n' +
         'Restore: stop the service, put the copy in place of the database file, delete\n' +
         'the old -wal and -shm files beside it, start. For PostgreSQL use pg_dump\n' +
         '(docs/operations.md, "Backup and restore").',
@@ -32,6 +42,9 @@ export function addBackupCommand(program: Command): void {
     .action(async (file: string, opts: { force?: boolean }) => {
       const source = sqliteSource(commandConfig().databaseUrl, file)
       checkTarget(file, source, opts.force === true)
+      for (const name of removeLeftovers(file)) {
+        process.stderr.write(`removed ${name}, left by a backup that did not finish\n`)
+      }
       const summary = await writeBackup(source, file, opts.force === true)
       process.stdout.write(`${describe(source, file, summary)}\n`)
     })
@@ -113,22 +126,54 @@ function isStoreFile(file: string, source: string): boolean {
 }
 
 async function writeBackup(source: string, file: string, force: boolean): Promise<BackupSummary> {
-  const partial = `${file}.partial-${process.pid}`
-  let summary: BackupSummary
+  // The copy's own -journal (and -wal while its mode is switched) stay inside this directory.
+  const partialDir = `${file}.partial-${process.pid}`
+  const partial = join(partialDir, basename(file))
+  rmSync(partialDir, { recursive: true, force: true })
+  mkdirSync(partialDir, { mode: 0o700 })
   try {
-    summary = await backupSqlite(source, partial)
-  } catch (err) {
-    if (err instanceof NotAStoreError) throw new UsageError(err.message)
-    throw new Error(`backup failed: ${err instanceof Error ? err.message : String(err)}`)
-  }
-  try {
+    let summary: BackupSummary
+    try {
+      summary = await backupSqlite(source, partial)
+    } catch (err) {
+      if (err instanceof NotAStoreError) throw new UsageError(err.message)
+      throw new Error(`backup failed: ${err instanceof Error ? err.message : String(err)}`)
+    }
     publish(partial, file, force)
+    // The new name must outlive a crash too, not only the content.
+    syncFile(dirname(resolve(file)))
+    return summary
   } finally {
-    rmSync(partial, { force: true })
+    rmSync(partialDir, { recursive: true, force: true })
   }
-  // The new name must outlive a crash too, not only the content.
-  syncFile(dirname(resolve(file)))
-  return summary
+}
+
+const LEFTOVER = /^(.*)\.partial-(\d+)(?:-journal)?$/
+
+/**
+ * Removes what backups to `file` left when killed: `FILE.partial-<pid>` of a process that no longer
+ * runs (a directory; or a file and its -journal, as earlier versions wrote them). Returns their names.
+ */
+function removeLeftovers(file: string): string[] {
+  const dir = dirname(resolve(file))
+  const removed: string[] = []
+  for (const name of readdirSync(dir)) {
+    const match = LEFTOVER.exec(name)
+    if (match === null || match[1] !== basename(file) || isRunning(Number(match[2]))) continue
+    rmSync(join(dir, name), { recursive: true, force: true })
+    removed.push(join(dirname(file), name))
+  }
+  return removed
+}
+
+/** Whether process `pid` runs (one of another user counts: it cannot be signalled, but it runs). */
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
 }
 
 /** Gives the complete copy its name: atomically, and without --force never over another file. */

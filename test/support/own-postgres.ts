@@ -21,12 +21,14 @@ export interface OwnPostgres {
   thaw(): void
 }
 
-function runAsIds(): { uid: number; gid: number } {
+/** The uid and gid of the role the servers run as, which must own their files. */
+export function runAsIds(): { uid: number; gid: number } {
   const id = (flag: string) => Number(execFileSync('id', [flag, RUN_AS], { encoding: 'utf8' }))
   return { uid: id('-u'), gid: id('-g') }
 }
 
-function binDir(): string {
+/** The newest PostgreSQL server binaries installed (initdb, pg_ctl, pg_basebackup, psql ...). */
+export function binDir(): string {
   const versions = readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a))
   if (versions.length === 0) throw new Error('no PostgreSQL server binaries in /usr/lib/postgresql')
   return `/usr/lib/postgresql/${versions[0]}/bin`

@@ -1,14 +1,17 @@
 // A stock PgBouncer of the test's own, in transaction pooling mode, on a free port, in front of
 // the test PostgreSQL: fewer server connections than clients, so that clients' transactions share
 // them. PgBouncer must be installed (`npm run system-deps`): the tests fail, never skip, without it.
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process'
 import { chownSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { TestContext } from 'node:test'
+import { promisify } from 'node:util'
+import { binDir } from './own-postgres.js'
 import { freePort } from './process.js'
 import { refuses, until } from './wait.js'
 
+const run = promisify(execFile)
 const BINARY = process.env.PETSTORE_TEST_PGBOUNCER ?? '/usr/sbin/pgbouncer'
 /** The role PgBouncer runs as when the tests run as root, which it refuses. */
 const RUN_AS = 'postgres'
@@ -19,6 +22,8 @@ export interface PgBouncerOptions {
   /** Server connections per database and user. */
   defaultPoolSize?: number
   maxClientConn?: number
+  /** Seconds PgBouncer waits after a failed server login before trying again (its default: 15). */
+  serverLoginRetry?: number
 }
 
 export interface OwnPgBouncer {
@@ -27,6 +32,11 @@ export interface OwnPgBouncer {
   through(url: string): string
   /** What PgBouncer wrote, for failure messages. */
   output(): string
+  /**
+   * Points it at another server, as a failover runbook does: the [databases] line rewritten, then
+   * `RELOAD` on the admin console (psql); server connections to the old one close when released.
+   */
+  repoint(server: string): Promise<void>
 }
 
 function ended(child: ChildProcess): Promise<void> {
@@ -65,26 +75,8 @@ export async function startPgBouncer(
     rmSync(dir, { recursive: true, force: true })
   })
   writeFileSync(join(dir, 'users.txt'), `"${user}" ""\n`)
-  writeFileSync(
-    join(dir, 'pgbouncer.ini'),
-    [
-      '[databases]',
-      `* = host=${server.hostname} port=${server.port || 5432}`,
-      '[pgbouncer]',
-      'listen_addr = 127.0.0.1',
-      `listen_port = ${port}`,
-      'unix_socket_dir =',
-      'auth_type = trust',
-      `auth_file = ${join(dir, 'users.txt')}`,
-      'pool_mode = transaction',
-      `max_client_conn = ${opts.maxClientConn ?? 200}`,
-      `default_pool_size = ${opts.defaultPoolSize ?? 5}`,
-      // Waits for a server connection are bounded by the service's own timeouts, not PgBouncer's.
-      'query_wait_timeout = 30',
-      `pidfile = ${join(dir, 'pgbouncer.pid')}`,
-      '',
-    ].join('\n'),
-  )
+  const ini = join(dir, 'pgbouncer.ini')
+  writeFileSync(ini, config(dir, port, user, server, opts))
   if (root) {
     const { uid, gid } = runAsIds()
     for (const f of ['', 'users.txt', 'pgbouncer.ini']) chownSync(join(dir, f), uid, gid)
@@ -119,5 +111,35 @@ export async function startPgBouncer(
       return u.toString()
     },
     output: () => out,
+    async repoint(to: string) {
+      writeFileSync(ini, config(dir, port, user, new URL(to), opts))
+      const admin = ['-h', '127.0.0.1', '-p', String(port), '-U', user, '-d', 'pgbouncer']
+      await run(join(binDir(), 'psql'), [...admin, '-X', '-q', '-c', 'RELOAD'])
+    },
   }
+}
+
+/** pgbouncer.ini: every database forwarded to `server`; `user` may use the admin console. */
+function config(dir: string, port: number, user: string, server: URL, opts: PgBouncerOptions) {
+  return [
+    '[databases]',
+    `* = host=${server.hostname} port=${server.port || 5432}`,
+    '[pgbouncer]',
+    'listen_addr = 127.0.0.1',
+    `listen_port = ${port}`,
+    'unix_socket_dir =',
+    'auth_type = trust',
+    `auth_file = ${join(dir, 'users.txt')}`,
+    `admin_users = ${user}`,
+    'pool_mode = transaction',
+    `max_client_conn = ${opts.maxClientConn ?? 200}`,
+    `default_pool_size = ${opts.defaultPoolSize ?? 5}`,
+    // Waits for a server connection are bounded by the service's own timeouts, not PgBouncer's.
+    'query_wait_timeout = 30',
+    ...(opts.serverLoginRetry === undefined
+      ? []
+      : [`server_login_retry = ${opts.serverLoginRetry}`]),
+    `pidfile = ${join(dir, 'pgbouncer.pid')}`,
+    '',
+  ].join('\n')
 }

@@ -16,11 +16,15 @@ import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import { Database } from '../../../src/storage/sqlite/driver.js'
 import { call, listAllPets } from '../../support/api.js'
+import { spawnService } from '../../support/process.js'
 import { forStore } from '../../support/stores.js'
+import { until } from '../../support/wait.js'
 import { type RunResult, workspace } from '../../support/workspace.js'
 
 const KEY = 'backup-test-key-0123456789'
 const SEEDED = 10_000
+/** Pets enough (about 55 MB) that a backup is still copying when the test sees its copy begin. */
+const SEEDED_LARGE = 1_000_000
 const CLIENTS = 8
 const BACKUPS = 4
 const SUMMARY =
@@ -250,6 +254,41 @@ forStore('sqlite', () => {
         `${join(w.dir, 'other.db')} is not a pet store database (it has no pets table)`,
       )
       assert.deepEqual(readdirSync(w.dir).sort(), ['notes.txt', 'other.db'])
+    })
+
+    test('killed midway (SIGKILL), it leaves one entry, FILE.partial-<pid>; the next backup removes it and succeeds', {
+      timeout: 240_000,
+    }, async (t) => {
+      const w = harness(t)
+      const seeded = await w.run(['seed', '--count', String(SEEDED_LARGE)], {}, 180_000)
+      assert.equal(seeded.code, 0, seeded.stderr)
+      const backup = spawnService(t, { cwd: w.dir, args: ['backup', 'copy.db'] })
+      const leftover = `copy.db.partial-${backup.pid}`
+      const copy = join(w.dir, leftover, 'copy.db')
+      await until(
+        'the backup writes pages into its copy',
+        () => (statSync(copy, { throwIfNoEntry: false })?.size ?? 0) > 0,
+        60_000,
+      )
+      backup.child.kill('SIGKILL')
+      assert.deepEqual(await backup.exited, { code: null, signal: 'SIGKILL' })
+      // The store's own -wal and -shm may stay too: the killed process had the store open.
+      const backupFiles = () => readdirSync(w.dir).filter((name) => !name.startsWith('petstore.db'))
+      assert.deepEqual(backupFiles(), [leftover], 'no copy.db, and nothing but the one directory')
+      assert.ok(statSync(join(w.dir, leftover)).isDirectory())
+
+      const next = await w.run(['backup', 'copy.db'])
+      assert.equal(next.code, 0, next.stderr)
+      assert.equal(next.stderr, `removed ${leftover}, left by a backup that did not finish\n`)
+      const summary = SUMMARY.exec(next.stdout)
+      assert.ok(summary, next.stdout)
+      assert.equal(Number(summary[3]), SEEDED_LARGE)
+      assert.deepEqual(backupFiles(), ['copy.db'])
+      assert.deepEqual(inspect(join(w.dir, 'copy.db')), {
+        journalMode: 'delete',
+        integrity: [{ integrity_check: 'ok' }],
+        pets: SEEDED_LARGE,
+      })
     })
 
     test('a copy that fails its integrity check exits 1 and leaves no file behind', async (t) => {
