@@ -172,8 +172,8 @@ export interface operations {
          */
         status?: components['schemas']['PetStatus']
         /**
-         * @description Opaque position from the `Link: rel="next"` header of the previous page.
-         * @example djE6MQ
+         * @description Opaque position from the `Link: rel="next"` header of the previous page; leave it out for the first page. The example, `djE6MA`, is the position before the first animal: sent as it is, it gives the first page too.
+         * @example djE6MA
          */
         cursor?: string
       }
@@ -186,17 +186,32 @@ export interface operations {
       /** @description A page of animals. */
       200: {
         headers: {
-          /** @description `<url>; rel="next"` when another page exists (RFC 8288); absent on the last page. */
+          /**
+           * @description `<url>; rel="next"` when another page exists (RFC 8288); absent on the last page.
+           * @example <https://petstore.example.com/v1/pets?limit=20&cursor=djE6MjA>; rel="next"
+           */
           Link?: string
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -207,15 +222,27 @@ export interface operations {
       /** @description `limit`, `status` or `cursor` is invalid. */
       400: {
         headers: {
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -230,15 +257,27 @@ export interface operations {
           'WWW-Authenticate':
             | 'Bearer realm="petstore"'
             | 'Bearer realm="petstore", error="invalid_token"'
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -249,17 +288,32 @@ export interface operations {
       /** @description Rate limit exceeded. */
       429: {
         headers: {
-          /** @description Seconds to wait before retrying. */
+          /**
+           * @description Seconds to wait before retrying.
+           * @example 1
+           */
           'Retry-After': number
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -270,15 +324,27 @@ export interface operations {
       /** @description An unexpected fault; the message never carries its details. */
       500: {
         headers: {
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -289,17 +355,32 @@ export interface operations {
       /** @description The database cannot be reached or is overloaded; retry after `Retry-After` seconds. */
       503: {
         headers: {
-          /** @description Seconds to wait before retrying. */
+          /**
+           * @description Seconds to wait before retrying.
+           * @example 1
+           */
           'Retry-After': number
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -310,17 +391,32 @@ export interface operations {
       /** @description Any other error, e.g. 405 with `Allow` for a method the path does not take, 408, 414 or 431. */
       default: {
         headers: {
-          /** @description On 405: the methods the path takes. */
+          /**
+           * @description On 405: the methods the path takes.
+           * @example GET, HEAD, POST
+           */
           Allow?: string
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -352,19 +448,34 @@ export interface operations {
       /** @description Animal added. */
       201: {
         headers: {
-          /** @description Path of the new animal, `/v1/pets/{id}`. */
+          /**
+           * @description Path of the new animal, `/v1/pets/{id}`.
+           * @example /v1/pets/1
+           */
           Location: string
           /** @description `true` when this is the stored response to an earlier request with the same Idempotency-Key; absent otherwise. */
           'Idempotent-Replayed'?: 'true'
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -375,15 +486,27 @@ export interface operations {
       /** @description Body missing, required fields absent, or values invalid. */
       400: {
         headers: {
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -398,15 +521,27 @@ export interface operations {
           'WWW-Authenticate':
             | 'Bearer realm="petstore"'
             | 'Bearer realm="petstore", error="invalid_token"'
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -417,17 +552,32 @@ export interface operations {
       /** @description A request with this Idempotency-Key is still in progress. */
       409: {
         headers: {
-          /** @description Seconds to wait before retrying. */
+          /**
+           * @description Seconds to wait before retrying.
+           * @example 1
+           */
           'Retry-After': number
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -438,15 +588,27 @@ export interface operations {
       /** @description Request body larger than 64 KiB. */
       413: {
         headers: {
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -457,15 +619,27 @@ export interface operations {
       /** @description Request body is not application/json. */
       415: {
         headers: {
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -476,15 +650,27 @@ export interface operations {
       /** @description Idempotency-Key reused with a different body. */
       422: {
         headers: {
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -495,17 +681,32 @@ export interface operations {
       /** @description Rate limit exceeded. */
       429: {
         headers: {
-          /** @description Seconds to wait before retrying. */
+          /**
+           * @description Seconds to wait before retrying.
+           * @example 1
+           */
           'Retry-After': number
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -516,15 +717,27 @@ export interface operations {
       /** @description An unexpected fault; the message never carries its details. */
       500: {
         headers: {
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -535,17 +748,32 @@ export interface operations {
       /** @description The database cannot be reached or is overloaded; retry after `Retry-After` seconds. */
       503: {
         headers: {
-          /** @description Seconds to wait before retrying. */
+          /**
+           * @description Seconds to wait before retrying.
+           * @example 1
+           */
           'Retry-After': number
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -556,17 +784,32 @@ export interface operations {
       /** @description Any other error, e.g. 405 with `Allow` for a method the path does not take, 408, 414 or 431. */
       default: {
         headers: {
-          /** @description On 405: the methods the path takes. */
+          /**
+           * @description On 405: the methods the path takes.
+           * @example GET, HEAD, POST
+           */
           Allow?: string
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -594,21 +837,36 @@ export interface operations {
       /** @description Animal found. */
       200: {
         headers: {
-          /** @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated. */
+          /**
+           * @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated.
+           * @example @1764892800
+           */
           Deprecation: string
           /** @description RFC 8594: when the operation is removed. */
           Sunset: 'Thu, 05 Dec 2030 00:00:00 GMT'
           /** @description The operation to use instead. */
           Link: '</v1/pets>; rel="successor-version"'
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -619,21 +877,36 @@ export interface operations {
       /** @description `petId` is not a 64-bit integer. */
       400: {
         headers: {
-          /** @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated. */
+          /**
+           * @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated.
+           * @example @1764892800
+           */
           Deprecation: string
           /** @description RFC 8594: when the operation is removed. */
           Sunset: 'Thu, 05 Dec 2030 00:00:00 GMT'
           /** @description The operation to use instead. */
           Link: '</v1/pets>; rel="successor-version"'
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -648,21 +921,36 @@ export interface operations {
           'WWW-Authenticate':
             | 'Bearer realm="petstore"'
             | 'Bearer realm="petstore", error="invalid_token"'
-          /** @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated. */
+          /**
+           * @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated.
+           * @example @1764892800
+           */
           Deprecation: string
           /** @description RFC 8594: when the operation is removed. */
           Sunset: 'Thu, 05 Dec 2030 00:00:00 GMT'
           /** @description The operation to use instead. */
           Link: '</v1/pets>; rel="successor-version"'
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -673,21 +961,36 @@ export interface operations {
       /** @description No animal with that identifier. */
       404: {
         headers: {
-          /** @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated. */
+          /**
+           * @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated.
+           * @example @1764892800
+           */
           Deprecation: string
           /** @description RFC 8594: when the operation is removed. */
           Sunset: 'Thu, 05 Dec 2030 00:00:00 GMT'
           /** @description The operation to use instead. */
           Link: '</v1/pets>; rel="successor-version"'
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -698,21 +1001,36 @@ export interface operations {
       /** @description The operation is past its sunset. */
       410: {
         headers: {
-          /** @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated. */
+          /**
+           * @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated.
+           * @example @1764892800
+           */
           Deprecation: string
           /** @description RFC 8594: when the operation is removed. */
           Sunset: 'Thu, 05 Dec 2030 00:00:00 GMT'
           /** @description The operation to use instead. */
           Link: '</v1/pets>; rel="successor-version"'
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -723,23 +1041,41 @@ export interface operations {
       /** @description Rate limit exceeded. */
       429: {
         headers: {
-          /** @description Seconds to wait before retrying. */
+          /**
+           * @description Seconds to wait before retrying.
+           * @example 1
+           */
           'Retry-After': number
-          /** @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated. */
+          /**
+           * @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated.
+           * @example @1764892800
+           */
           Deprecation: string
           /** @description RFC 8594: when the operation is removed. */
           Sunset: 'Thu, 05 Dec 2030 00:00:00 GMT'
           /** @description The operation to use instead. */
           Link: '</v1/pets>; rel="successor-version"'
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -750,21 +1086,36 @@ export interface operations {
       /** @description An unexpected fault; the message never carries its details. */
       500: {
         headers: {
-          /** @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated. */
+          /**
+           * @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated.
+           * @example @1764892800
+           */
           Deprecation: string
           /** @description RFC 8594: when the operation is removed. */
           Sunset: 'Thu, 05 Dec 2030 00:00:00 GMT'
           /** @description The operation to use instead. */
           Link: '</v1/pets>; rel="successor-version"'
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -775,23 +1126,41 @@ export interface operations {
       /** @description The database cannot be reached or is overloaded; retry after `Retry-After` seconds. */
       503: {
         headers: {
-          /** @description Seconds to wait before retrying. */
+          /**
+           * @description Seconds to wait before retrying.
+           * @example 1
+           */
           'Retry-After': number
-          /** @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated. */
+          /**
+           * @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated.
+           * @example @1764892800
+           */
           Deprecation: string
           /** @description RFC 8594: when the operation is removed. */
           Sunset: 'Thu, 05 Dec 2030 00:00:00 GMT'
           /** @description The operation to use instead. */
           Link: '</v1/pets>; rel="successor-version"'
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -802,23 +1171,41 @@ export interface operations {
       /** @description Any other error, e.g. 405 with `Allow` for a method the path does not take, 408, 414 or 431. */
       default: {
         headers: {
-          /** @description On 405: the methods the path takes. */
+          /**
+           * @description On 405: the methods the path takes.
+           * @example GET, HEAD
+           */
           Allow?: string
-          /** @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated. */
+          /**
+           * @description RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated.
+           * @example @1764892800
+           */
           Deprecation: string
           /** @description RFC 8594: when the operation is removed. */
           Sunset: 'Thu, 05 Dec 2030 00:00:00 GMT'
           /** @description The operation to use instead. */
           Link: '</v1/pets>; rel="successor-version"'
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -840,15 +1227,27 @@ export interface operations {
       /** @description The request is malformed, e.g. its `Host` header names no host. */
       400: {
         headers: {
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -863,15 +1262,27 @@ export interface operations {
           'WWW-Authenticate':
             | 'Bearer realm="petstore"'
             | 'Bearer realm="petstore", error="invalid_token"'
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -882,17 +1293,32 @@ export interface operations {
       /** @description Rate limit exceeded. */
       429: {
         headers: {
-          /** @description Seconds to wait before retrying. */
+          /**
+           * @description Seconds to wait before retrying.
+           * @example 1
+           */
           'Retry-After': number
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -903,15 +1329,27 @@ export interface operations {
       /** @description An unexpected fault; the message never carries its details. */
       500: {
         headers: {
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -922,15 +1360,27 @@ export interface operations {
       /** @description Store orders are not implemented by this service. */
       501: {
         headers: {
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -941,17 +1391,32 @@ export interface operations {
       /** @description The database cannot be reached or is overloaded; retry after `Retry-After` seconds. */
       503: {
         headers: {
-          /** @description Seconds to wait before retrying. */
+          /**
+           * @description Seconds to wait before retrying.
+           * @example 1
+           */
           'Retry-After': number
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }
@@ -962,17 +1427,32 @@ export interface operations {
       /** @description Any other error, e.g. 405 with `Allow` for a method the path does not take, 408, 414 or 431. */
       default: {
         headers: {
-          /** @description On 405: the methods the path takes. */
+          /**
+           * @description On 405: the methods the path takes.
+           * @example GET, HEAD
+           */
           Allow?: string
-          /** @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request. */
+          /**
+           * @description The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.
+           * @example 2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e
+           */
           'X-Request-Id': string
           /** @description Answers are never stored by caches. */
           'Cache-Control': 'no-store'
-          /** @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications. */
+          /**
+           * @description The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.
+           * @example "default";q=6000;w=60
+           */
           'RateLimit-Policy'?: string
-          /** @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read. */
+          /**
+           * @description What is left of the policy, e.g. `"default";r=5999;t=60`; absent when the counters cannot be read.
+           * @example "default";r=5999;t=60
+           */
           RateLimit?: string
-          /** @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured). */
+          /**
+           * @description The request's `Origin`, when it is one of the browser origins the operator allows (CORS is off unless configured).
+           * @example https://app.example.com
+           */
           'Access-Control-Allow-Origin'?: string
           [name: string]: unknown
         }

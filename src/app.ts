@@ -32,7 +32,7 @@ import { healthRoutes } from './http/health.js'
 import { enforceHttp2Limits, Http2Bodies } from './http/http2-limits.js'
 import { isAcceptedJsonCharset, parseJsonBody } from './http/json-body.js'
 import { serverWithLane } from './http/lane-server.js'
-import { registerOpenApi } from './http/openapi.js'
+import { openApiOptions, registerOpenApi } from './http/openapi.js'
 import { requestId } from './http/request-id.js'
 import { RequestLogController } from './http/request-log.js'
 import { registerRootHooks } from './http/root-hooks.js'
@@ -116,7 +116,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     onRateLimited: (policy) => metrics.rateLimitRejected(policy),
   })
   registerAuth(app, admissions)
-  await registerOpenApi(app, { productionUrl: config.productionUrl, stagingUrl: config.stagingUrl })
+  await registerOpenApi(app, openApiOptions(config))
   await app.register(docsPage, { specUrl: '/v1/openapi.json' })
   await app.register(frontDoor, { docsUrl: '/docs', specUrl: '/v1/openapi.json' })
 

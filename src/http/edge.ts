@@ -32,7 +32,7 @@ export function edgeViolation(req: IncomingMessage): ApiError | null {
   return null
 }
 
-const AUTHORITY_RULE =
+export const AUTHORITY_RULE =
   'must be a host name, an IPv4 address or a bracketed IPv6 address, with an optional port from 1 to 65535'
 
 /**

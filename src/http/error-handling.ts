@@ -63,7 +63,7 @@ const CLIENT_ERROR_STATUS: Record<string, number> = {
   ERR_HTTP_REQUEST_TIMEOUT: 408,
 }
 
-const CLIENT_ERROR_MESSAGES: Record<number, string> = {
+export const CLIENT_ERROR_MESSAGES: Record<number, string> = {
   400: 'malformed HTTP request',
   408: REQUEST_TIMED_OUT,
   414: 'request URI is too long',

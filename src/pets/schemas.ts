@@ -144,6 +144,9 @@ export const ErrorSchema = Type.Object(
   { title: 'Error', additionalProperties: false },
 )
 
+/** The position before the first animal: a list with it starts at the first page. */
+const START_CURSOR = encodeCursor(0n)
+
 export const ListPetsQuery = Type.Object({
   limit: Type.Optional(
     Type.Integer({
@@ -162,8 +165,10 @@ export const ListPetsQuery = Type.Object({
       maxLength: MAX_CURSOR_LENGTH,
       pattern: CURSOR_PATTERN,
       'x-pattern-message': CURSOR_MALFORMED,
-      description: 'Opaque position from the `Link: rel="next"` header of the previous page.',
-      examples: [encodeCursor(EXAMPLE.PET_ID)],
+      description: `Opaque position from the \`Link: rel="next"\` header of the previous page; leave it out for the first page. The example, \`${START_CURSOR}\`, is the position before the first animal: sent as it is, it gives the first page too.`,
+      // Importers (openapi-to-postmanv2) send every optional parameter with its example, or a
+      // value faked from its schema without one: the start position makes either harmless.
+      examples: [START_CURSOR],
     }),
   ),
 })

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { isInteger, parse, stringify } from 'lossless-json'
+import { type ErrorCode, errorStatus } from '../../src/errors.js'
 import { parseJsonBody } from '../../src/http/json-body.js'
 import { createValidatorCompiler } from '../../src/http/validation.js'
 import { NOT_ONLY_WHITE_SPACE, WITHOUT_U0000 } from '../../src/pets/schemas.js'
@@ -46,20 +47,24 @@ function at(doc: Obj, pointer: string): Obj {
 
 const pointerKey = (k: string) => k.replace(/~/g, '~0').replace(/\//g, '~1')
 
-/** Every node with an `example`: its pointer, the example, and whether it is a parameter. */
-function examplesOf(doc: Obj): { pointer: string; value: unknown; parameter: boolean }[] {
-  const found: { pointer: string; value: unknown; parameter: boolean }[] = []
-  const visit = (node: unknown, pointer: string, key: string): void => {
+type Holder = 'parameter' | 'header' | 'schema'
+
+/** Every node with an `example`: its pointer, the example, and what holds it. */
+function examplesOf(doc: Obj): { pointer: string; value: unknown; holder: Holder }[] {
+  const found: { pointer: string; value: unknown; holder: Holder }[] = []
+  const visit = (node: unknown, pointer: string, key: string, parent: string): void => {
     if (Array.isArray(node)) {
-      for (const [i, n] of node.entries()) visit(n, `${pointer}/${i}`, String(i))
+      for (const [i, n] of node.entries()) visit(n, `${pointer}/${i}`, String(i), key)
     }
-    if (!isObj(node) || key === 'example') return
+    if (!isObj(node) || key === 'example' || key === 'examples') return
     if ('example' in node) {
-      found.push({ pointer, value: node.example, parameter: typeof node.in === 'string' })
+      const holder =
+        typeof node.in === 'string' ? 'parameter' : parent === 'headers' ? 'header' : 'schema'
+      found.push({ pointer, value: node.example, holder })
     }
-    for (const [k, v] of Object.entries(node)) visit(v, `${pointer}/${pointerKey(k)}`, k)
+    for (const [k, v] of Object.entries(node)) visit(v, `${pointer}/${pointerKey(k)}`, k, key)
   }
-  visit(doc, '', '')
+  visit(doc, '', '', '')
   return found
 }
 
@@ -117,9 +122,9 @@ describe('examples of the OpenAPI document', () => {
     const compile = createValidatorCompiler()
     const examples = examplesOf(doc)
     assert.ok(examples.length >= 12, `${examples.length} examples`)
-    for (const { pointer, value, parameter } of examples) {
+    for (const { pointer, value, holder } of examples) {
       const node = at(doc, pointer)
-      if (parameter) {
+      if (holder === 'parameter') {
         // Parameters arrive as text: validated in an object of the request part, as routes do.
         const name = String(node.name)
         const schema = {
@@ -134,7 +139,7 @@ describe('examples of the OpenAPI document', () => {
         assert.ok(ok, `${pointer}: ${JSON.stringify(validate.errors)}`)
       } else {
         const validate = compile({
-          schema: inline(doc, node),
+          schema: inline(doc, holder === 'header' ? node.schema : node),
           httpPart: 'body',
           method: 'POST',
           url: '/',
@@ -201,16 +206,224 @@ describe('examples of the OpenAPI document', () => {
     assert.equal(found.statusCode, 200)
     assert.deepEqual(json(found), pet)
 
-    // The cursor example is the position after the example pet: the page after it is empty.
+    // The cursor example is the position before the first pet: importers that send it (they
+    // send every optional parameter) still get the first page.
     const page = await app.call({ method: 'GET', url: `/v1/pets?${query}` })
     assert.equal(page.statusCode, 200)
-    assert.deepEqual(json(page), [])
+    assert.deepEqual(json(page), [pet])
     const first = await app.call({ method: 'GET', url: '/v1/pets?limit=50&status=available' })
     assert.deepEqual(json(first), [pet])
 
     const orders = await app.call({ method: 'GET', url: '/v1/store/orders' })
     assert.equal(orders.statusCode, 501)
     assert.equal((json(orders) as Obj).code, 'not_implemented')
+  })
+})
+
+// ---------------------------------------------------------------------------------------------
+// The responses' named examples
+
+/** Each response of each operation: where it is, its status, its schema and named examples. */
+function responsesOf(doc: Obj) {
+  const found: {
+    where: string
+    status: string
+    listed: string[]
+    schema: unknown
+    examples: Obj
+  }[] = []
+  for (const [path, methods] of Object.entries(doc.paths as Obj)) {
+    for (const [method, op] of Object.entries(methods as Obj)) {
+      const responses = (op as Obj).responses as Obj
+      const listed = Object.keys(responses)
+      for (const [status, response] of Object.entries(responses)) {
+        const media = at(response as Obj, '/content/application~1json')
+        const where = `${method.toUpperCase()} ${path} ${status}`
+        assert.ok(isObj(media.examples), `${where} has named examples`)
+        found.push({ where, status, listed, schema: media.schema, examples: media.examples })
+      }
+    }
+  }
+  return found
+}
+
+/** The status an Error example stands for: its code's, or the parser's 408, 414 and 431. */
+const statusOfCode = (body: Obj) =>
+  body.code === 'invalid_request' && [408, 414, 431].includes(Number(body.status))
+    ? Number(body.status)
+    : errorStatus[body.code as ErrorCode]
+
+describe('named examples of the responses', () => {
+  test('each response of each operation has its own, valid, with code and status agreeing', async (t) => {
+    const { doc } = await served(t)
+    const compile = createValidatorCompiler()
+    let errors = 0
+    for (const { where, status, listed, schema, examples } of responsesOf(doc)) {
+      const validate = compile({
+        schema: inline(doc, schema),
+        httpPart: 'body',
+        method: 'POST',
+        url: '/',
+      })
+      assert.ok(Object.keys(examples).length > 0, `${where}: no example`)
+      for (const [name, example] of Object.entries(examples)) {
+        const { summary, value } = example as Obj
+        assert.equal(typeof summary, 'string', `${where} ${name}: summary`)
+        assert.ok(validate(asBody(value)), `${where} ${name}: ${JSON.stringify(validate.errors)}`)
+        if (status.startsWith('2')) continue
+        const body = value as Obj
+        errors++
+        assert.equal(statusOfCode(body), body.status, `${where} ${name}: code ${body.code}`)
+        if (status === 'default') {
+          // `default` stands for the statuses the operation does not list.
+          assert.ok(
+            !listed.includes(String(body.status)),
+            `${where} ${name}: ${body.status} is listed`,
+          )
+        } else {
+          assert.equal(body.status, Number(status), `${where} ${name}: status`)
+        }
+      }
+    }
+    assert.ok(errors >= 30, `${errors} Error examples`)
+  })
+
+  test('the service answers the Error examples word for word', async (t) => {
+    const { app, doc } = await served(t)
+    const example = (path: string, method: string, status: string, name: string) =>
+      at(
+        doc,
+        `/paths/${pointerKey(path)}/${method}/responses/${status}/content/application~1json/examples/${name}`,
+      ).value
+    const post = (payload: string, headers: Obj = {}) =>
+      app.call({
+        method: 'POST',
+        url: '/v1/pets',
+        headers: { 'content-type': 'application/json', ...headers } as never,
+        payload,
+      })
+    const cases: [
+      string,
+      string,
+      string,
+      string,
+      () => Promise<{ statusCode: number; body: string }>,
+    ][] = [
+      [
+        '/pets/{petId}',
+        'get',
+        '404',
+        'noSuchPet',
+        () => app.call({ method: 'GET', url: '/v1/pets/1' }),
+      ],
+      [
+        '/pets',
+        'get',
+        '400',
+        'invalidLimit',
+        () => app.call({ method: 'GET', url: '/v1/pets?limit=0' }),
+      ],
+      [
+        '/pets',
+        'get',
+        '400',
+        'invalidCursor',
+        () => app.call({ method: 'GET', url: '/v1/pets?cursor=x' }),
+      ],
+      [
+        '/pets',
+        'get',
+        '401',
+        'missingKey',
+        () => app.app.inject({ method: 'GET', url: '/v1/pets' }),
+      ],
+      [
+        '/pets',
+        'get',
+        '401',
+        'invalidKey',
+        () =>
+          app.app.inject({
+            method: 'GET',
+            url: '/v1/pets',
+            headers: { authorization: 'Bearer nope' },
+          }),
+      ],
+      ['/pets', 'post', '400', 'missingField', () => post('{"name":"Rex"}')],
+      ['/pets', 'post', '400', 'emptyBody', () => post('')],
+      ['/pets', 'post', '413', 'tooLarge', () => post(`"${'x'.repeat(70_000)}"`)],
+      ['/pets', 'post', '415', 'notJson', () => post('Rex', { 'content-type': 'text/plain' })],
+      [
+        '/pets',
+        'post',
+        '422',
+        'keyReused',
+        async () => {
+          await post('{"name":"Rex","categoryId":1}', { 'idempotency-key': 'k1' })
+          return post('{"name":"Max","categoryId":1}', { 'idempotency-key': 'k1' })
+        },
+      ],
+      [
+        '/pets/{petId}',
+        'get',
+        '400',
+        'invalidPetId',
+        () => app.call({ method: 'GET', url: '/v1/pets/abc' }),
+      ],
+      [
+        '/store/orders',
+        'get',
+        '400',
+        'invalidHost',
+        () => app.call({ method: 'GET', url: '/v1/store/orders', headers: { host: 'a b' } }),
+      ],
+      [
+        '/store/orders',
+        'get',
+        '501',
+        'notImplemented',
+        () => app.call({ method: 'GET', url: '/v1/store/orders' }),
+      ],
+      [
+        '/pets',
+        'get',
+        'default',
+        'methodNotAllowed',
+        () => app.call({ method: 'DELETE', url: '/v1/pets' }),
+      ],
+      [
+        '/pets/{petId}',
+        'get',
+        'default',
+        'methodNotAllowed',
+        () => app.call({ method: 'DELETE', url: '/v1/pets/1' }),
+      ],
+      [
+        '/store/orders',
+        'get',
+        'default',
+        'methodNotAllowed',
+        () => app.call({ method: 'DELETE', url: '/v1/store/orders' }),
+      ],
+    ]
+    for (const [path, method, status, name, request] of cases) {
+      const res = await request()
+      const expected = example(path, method, status, name) as Obj
+      assert.equal(res.statusCode, expected.status, `${path} ${status} ${name}`)
+      assert.deepEqual(json(res as never), expected, `${path} ${status} ${name}`)
+    }
+
+    // Rate limits and the sunset, each on an app set up for it.
+    const limited = await testApp(t, { config: { rateLimitMax: 1, authFailureLimitMax: 1 } })
+    await limited.call({ method: 'GET', url: '/v1/pets' })
+    const overBudget = await limited.call({ method: 'GET', url: '/v1/pets' })
+    assert.deepEqual(json(overBudget), example('/pets', 'get', '429', 'keyBudget'))
+    await limited.app.inject({ method: 'GET', url: '/v1/pets' })
+    const overFailures = await limited.app.inject({ method: 'GET', url: '/v1/pets' })
+    assert.deepEqual(json(overFailures), example('/pets', 'get', '429', 'failedAuthentications'))
+    const late = await testApp(t, { now: new Date('2030-12-06T00:00:00Z') })
+    const gone = await late.call({ method: 'GET', url: '/v1/pets/1' })
+    assert.deepEqual(json(gone), example('/pets/{petId}', 'get', '410', 'pastSunset'))
   })
 })
 

@@ -215,6 +215,45 @@ describe('GET /v1/openapi.json', () => {
     }
   })
 
+  test('links: createPet to getPet by the created id, listPets to its next page', async (t) => {
+    const { app, doc } = await fetchDocument(t)
+    const operations = new Map<string, Obj>()
+    for (const methods of Object.values(at(doc, 'paths'))) {
+      for (const op of Object.values(obj(methods, 'path')) as Obj[]) {
+        operations.set(String(op.operationId), op)
+      }
+    }
+    const linksOf = (id: string, status: string) =>
+      at(operations.get(id), 'responses', status, 'links')
+    assert.deepEqual(Object.keys(linksOf('createPet', '201')), ['getCreatedPet'])
+    assert.deepEqual(Object.keys(linksOf('listPets', '200')), ['nextPage'])
+    const created = at(linksOf('createPet', '201'), 'getCreatedPet')
+    assert.equal(created.operationId, 'getPet')
+    assert.deepEqual(created.parameters, { petId: '$response.body#/id' })
+    const next = at(linksOf('listPets', '200'), 'nextPage')
+    assert.equal(next.operationId, 'listPets')
+    assert.deepEqual(next.parameters, {
+      limit: '$request.query.limit',
+      status: '$request.query.status',
+    })
+    // Every link names an operation, and only parameters that operation takes.
+    for (const link of [created, next]) {
+      const target = operations.get(String(link.operationId))
+      assert.ok(target, String(link.operationId))
+      const names = (target.parameters as Obj[]).map((p) => p.name)
+      for (const name of Object.keys(link.parameters as Obj)) assert.ok(names.includes(name), name)
+    }
+
+    // Followed as a tool would: the get by the created body's `id` answers the created pet.
+    const res = await createPet(app, { name: 'Rex', categoryId: 12 })
+    assert.equal(res.statusCode, 201)
+    const pet = json(res) as Obj
+    const followed = await app.call({ method: 'GET', url: `/v1/pets/${pet.id}` })
+    assert.equal(followed.statusCode, 200)
+    assert.deepEqual(json(followed), pet)
+    assert.equal(res.headers.location, `/v1/pets/${pet.id}`)
+  })
+
   test('parameters: limit range and default, int64 identifiers', async (t) => {
     const { doc, exact } = await fetchDocument(t)
     const params = at(doc, 'paths', '/pets', 'get').parameters as Obj[]
