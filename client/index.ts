@@ -24,7 +24,26 @@ export interface PetstoreClientOptions {
   apiKey: string
   /** Defaults to the global fetch. */
   fetch?: (request: Request) => Promise<Response>
+  /** How the paging helpers wait out 429 and 503 (see PagingRetry); `false`: not at all. */
+  retry?: PagingRetry | false
 }
+
+/**
+ * A page answered 429 `rate_limited` or 503 `service_unavailable` with `Retry-After` is asked for
+ * again once that time has passed, within two bounds; past either, the answer is thrown as a
+ * PetstoreError.
+ */
+export interface PagingRetry {
+  /** Longest `Retry-After` waited out, in seconds (default 60: one default rate-limit window). */
+  maxWaitSeconds?: number
+  /** Retries of one page before its answer is thrown (default 5). */
+  maxRetries?: number
+  /** Waits `ms` milliseconds (default: a timer); a test may pass its own. */
+  sleep?: (ms: number) => Promise<void>
+}
+
+const DEFAULT_MAX_WAIT_SECONDS = 60
+const DEFAULT_MAX_RETRIES = 5
 
 export interface ListAllPetsOptions {
   status?: PetStatus
@@ -35,7 +54,10 @@ export interface ListAllPetsOptions {
 export interface PetstoreClient {
   /** The typed openapi-fetch client: `api.GET('/pets', ...)`, `api.POST('/pets', ...)`, ... */
   api: PetstoreApi
-  /** Every pet in ascending id order, fetched a page at a time by following `rel="next"`. */
+  /**
+   * Every pet in ascending id order, fetched a page at a time by following `rel="next"`; a page
+   * answered 429 or 503 with `Retry-After` is asked for again after that wait (PagingRetry).
+   */
   listAllPets(options?: ListAllPetsOptions): AsyncGenerator<Pet, void, undefined>
 }
 
@@ -132,6 +154,34 @@ function withExactJson(inner: PetstoreApi): PetstoreApi {
   return exact as unknown as PetstoreApi
 }
 
+/**
+ * Milliseconds a `Retry-After` header asks for: delay-seconds, or an HTTP date (RFC 9110, 10.2.3);
+ * null when absent or unreadable.
+ */
+export function retryAfterMs(header: string | null, now = Date.now()): number | null {
+  if (header === null) return null
+  const value = header.trim()
+  if (/^\d+$/.test(value)) return Number(value) * 1000
+  // Every HTTP date form begins with the day's name; Date.parse alone would take `-1` as a year.
+  const date = /^[A-Za-z]/.test(value) ? Date.parse(value) : Number.NaN
+  return Number.isNaN(date) ? null : Math.max(0, date - now)
+}
+
+/** How long to wait before asking for the page again, or null when its answer is final. */
+function retryDelay(
+  response: Response,
+  retries: number,
+  retry: PagingRetry | false,
+): number | null {
+  if (retry === false || (response.status !== 429 && response.status !== 503)) return null
+  if (retries >= (retry.maxRetries ?? DEFAULT_MAX_RETRIES)) return null
+  const ms = retryAfterMs(response.headers.get('retry-after'))
+  if (ms === null || ms > (retry.maxWaitSeconds ?? DEFAULT_MAX_WAIT_SECONDS) * 1000) return null
+  return ms
+}
+
+const timer = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
 /** The target of a `rel="next"` link in a Link header (RFC 8288), or null. */
 export function nextLink(header: string | null): string | null {
   if (header === null) return null
@@ -153,13 +203,27 @@ export function createPetstoreClient(options: PetstoreClientOptions): PetstoreCl
     }),
   )
 
+  const retry = options.retry ?? {}
+  const sleep = (retry === false ? undefined : retry.sleep) ?? timer
+
+  /** One page; a 429 or 503 with `Retry-After` is waited out, within `retry`'s bounds. */
+  async function page(query: ListAllPetsOptions & { cursor?: string }) {
+    for (let retries = 0; ; retries++) {
+      const answer = await api.GET('/pets', { params: { query } })
+      if (answer.data !== undefined) return answer
+      const delay = retryDelay(answer.response, retries, retry)
+      if (delay === null) throw new PetstoreError(answer.response, answer.error)
+      await sleep(delay)
+    }
+  }
+
   async function* listAllPets(opts: ListAllPetsOptions = {}): AsyncGenerator<Pet, void, undefined> {
     let cursor: string | undefined
     for (;;) {
-      const { data, error, response } = await api.GET('/pets', {
-        params: { query: { ...opts, ...(cursor === undefined ? {} : { cursor }) } },
+      const { data, response } = await page({
+        ...opts,
+        ...(cursor === undefined ? {} : { cursor }),
       })
-      if (data === undefined) throw new PetstoreError(response, error)
       yield* data
       const next = nextLink(response.headers.get('link'))
       if (next === null) return

@@ -32,11 +32,15 @@ async function run(client: PetstoreClient): Promise<void> {
     console.log(`created ${show(created.data)} at ${created.response.headers.get('location')}`)
   }
 
-  console.log('all pets, 2 per page:')
-  for await (const pet of client.listAllPets({ limit: 2 })) console.log(`  ${show(pet)}`)
+  // listAllPets follows rel="next" and waits out a 429's Retry-After, so a walk through a large
+  // catalogue outlasts the key's rate limit.
+  console.log('all pets, 100 per page:')
+  for await (const pet of client.listAllPets({ limit: 100 })) console.log(`  ${show(pet)}`)
 
   console.log('available pets:')
-  for await (const pet of client.listAllPets({ status: 'available' })) console.log(`  ${show(pet)}`)
+  for await (const pet of client.listAllPets({ status: 'available', limit: 100 })) {
+    console.log(`  ${show(pet)}`)
+  }
 }
 
 const baseUrl = process.env.PETSTORE_URL

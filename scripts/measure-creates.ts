@@ -5,8 +5,9 @@
 //
 //   node --import tsx scripts/measure-creates.ts [--clients 32] [--seconds 10] [--instances 1,3]
 //
-// PostgreSQL comes from PETSTORE_MEASURE_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test),
-// Redis from PETSTORE_REDIS_URL (default redis://127.0.0.1:6379). It measures; it asserts nothing.
+// PostgreSQL comes from PETSTORE_BENCH_MEASURE_DATABASE_URL (default
+// postgres://postgres@127.0.0.1:5432/test), Redis from PETSTORE_REDIS_URL (default
+// redis://127.0.0.1:6379). It measures; it asserts nothing.
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { availableParallelism } from 'node:os'
@@ -17,7 +18,7 @@ import pg from 'pg'
 const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url))
 const KEY = 'measure-creates-key-0123456789'
 const DATABASE_URL =
-  process.env.PETSTORE_MEASURE_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+  process.env.PETSTORE_BENCH_MEASURE_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const REDIS_URL = process.env.PETSTORE_REDIS_URL ?? 'redis://127.0.0.1:6379'
 
 const { values } = parseArgs({

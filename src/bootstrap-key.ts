@@ -3,7 +3,7 @@ import { open, rm } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
 import { createApiKey, generateApiKey } from './auth/api-keys.js'
 import type { Clock } from './clock.js'
-import type { Config } from './config.js'
+import { type Config, ConfigError } from './config.js'
 import { sqlitePathOf } from './storage/open-store.js'
 import type { Store } from './storage/store.js'
 
@@ -16,11 +16,22 @@ export function bootstrapKeyPath(config: Pick<Config, 'bootstrapKeyFile' | 'data
     : join(dirname(resolve(sqlitePath)), 'bootstrap-key')
 }
 
+/** What an operator is told beside the code of a path that cannot be made. */
+const PATH_HINTS: Record<string, string> = {
+  ENOENT: ': its folder does not exist',
+  ENOTDIR: ': a file is in the way',
+}
+
 /**
  * Writes `text` to a new file only this user can read, durably. An existing file, or a link in
- * its place, is never followed or overwritten.
+ * its place, is never followed or overwritten. `configured`: PETSTORE_BOOTSTRAP_KEY_FILE as set,
+ * whose path, when no file can be made there, is a mistake in the settings.
  */
-async function writeSecretFile(path: string, text: string): Promise<void> {
+async function writeSecretFile(
+  path: string,
+  text: string,
+  configured: string | null,
+): Promise<void> {
   let file: Awaited<ReturnType<typeof open>>
   try {
     file = await open(path, 'wx', 0o600)
@@ -30,6 +41,11 @@ async function writeSecretFile(path: string, text: string): Promise<void> {
       throw new Error(
         `${path} already exists: a bootstrap key is only written to a new file; remove it (its key belongs to an earlier database) or set PETSTORE_BOOTSTRAP_KEY_FILE`,
       )
+    }
+    if (configured !== null) {
+      throw new ConfigError([
+        `PETSTORE_BOOTSTRAP_KEY_FILE=${JSON.stringify(configured)} cannot be used: cannot create ${path} (${code ?? (err as Error).message}${PATH_HINTS[code ?? ''] ?? ''})`,
+      ])
     }
     throw new Error(
       `cannot write the bootstrap key to ${path} (${code ?? (err as Error).message}); set PETSTORE_BOOTSTRAP_KEY_FILE, or create a key first with \`petstore keys create\``,
@@ -56,7 +72,7 @@ async function writeKeyToFile(
   const { key, record } = generateApiKey('bootstrap', clock.now(), null)
   const path = bootstrapKeyPath(config)
   // The file first: a key stored but never written would be lost, and no other made.
-  await writeSecretFile(path, `${key}\n`)
+  await writeSecretFile(path, `${key}\n`, config.bootstrapKeyFile)
   try {
     await store.insertApiKey(record)
   } catch (err) {

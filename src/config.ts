@@ -3,6 +3,7 @@ import { resolve } from 'node:path'
 import { readDotEnv } from './dot-env.js'
 import type { TrustProxy } from './http/forwarded.js'
 import { GETPET_SUNSET } from './pets/deprecation.js'
+import { unknownSettingProblems } from './setting-names.js'
 import {
   apiKeyList,
   baseUrl,
@@ -10,6 +11,8 @@ import {
   databaseUrl,
   duration,
   durationBetween,
+  emailAddress,
+  httpUrl,
   instant,
   integer,
   logFormat,
@@ -47,6 +50,12 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
   productionUrl: string
   stagingUrl: string
+  /** `info.contact` and `info.license` of the OpenAPI document; null leaves each field out. */
+  openapiContactName: string | null
+  openapiContactUrl: string | null
+  openapiContactEmail: string | null
+  openapiLicenseName: string | null
+  openapiLicenseUrl: string | null
   deprecatedAt: Date
   /** Least time between two `deprecated operation called` lines of one key; 0 logs every call. */
   deprecatedCallLogIntervalMs: number
@@ -212,6 +221,48 @@ export const settings = [
     accepts: 'an http(s) URL ending in /v1',
     description: 'Staging base address, the second `servers` entry of the OpenAPI document.',
     parse: baseUrl,
+  },
+  {
+    key: 'openapiContactName',
+    env: 'PETSTORE_OPENAPI_CONTACT_NAME',
+    default: '',
+    accepts: 'any text',
+    description:
+      'Who answers for the API: `info.contact.name` of the OpenAPI document; unset leaves it out.',
+    parse: text,
+  },
+  {
+    key: 'openapiContactUrl',
+    env: 'PETSTORE_OPENAPI_CONTACT_URL',
+    default: '',
+    accepts: 'an http(s) URL',
+    description: "The API's contact page: `info.contact.url` of the OpenAPI document.",
+    parse: httpUrl,
+  },
+  {
+    key: 'openapiContactEmail',
+    env: 'PETSTORE_OPENAPI_CONTACT_EMAIL',
+    default: '',
+    accepts: 'an email address',
+    description: "The API's contact address: `info.contact.email` of the OpenAPI document.",
+    parse: emailAddress,
+  },
+  {
+    key: 'openapiLicenseName',
+    env: 'PETSTORE_OPENAPI_LICENSE_NAME',
+    default: '',
+    accepts: 'any text, e.g. `Apache-2.0`',
+    description:
+      'The licence the API is offered under: `info.license.name` of the OpenAPI document; unset leaves `info.license` out.',
+    parse: text,
+  },
+  {
+    key: 'openapiLicenseUrl',
+    env: 'PETSTORE_OPENAPI_LICENSE_URL',
+    default: '',
+    accepts: 'an http(s) URL, together with PETSTORE_OPENAPI_LICENSE_NAME',
+    description: "The licence's text: `info.license.url` of the OpenAPI document.",
+    parse: httpUrl,
   },
   {
     key: 'deprecatedAt',
@@ -398,6 +449,11 @@ const nullableWhenEmpty = new Set<keyof Config>([
   'tlsCertPath',
   'tlsKeyPath',
   'bootstrapKeyFile',
+  'openapiContactName',
+  'openapiContactUrl',
+  'openapiContactEmail',
+  'openapiLicenseName',
+  'openapiLicenseUrl',
 ])
 const emptyListWhenEmpty = new Set<keyof Config>(['apiKeys', 'corsOrigins'])
 
@@ -430,45 +486,10 @@ export function loadConfig(
   }
   const result = config as unknown as Config
   if (problems.length === 0) problems.push(...crossProblems(result))
+  const names: readonly string[] = settings.map((s) => s.env)
+  problems.push(...unknownSettingProblems(source, names))
   if (problems.length > 0) throw new ConfigError(problems)
   return result
-}
-
-/** PETSTORE_* variables read outside the settings table (src/cli/launch.ts). */
-const OTHER_VARIABLES = new Set(['PETSTORE_COMPILE_CACHE'])
-
-/**
- * A warning for each PETSTORE_* variable (in the environment or .env) that is no setting: a
- * misspelt name would otherwise be ignored in silence, and its default used.
- */
-export function unknownSettingWarnings(
-  env: Record<string, string | undefined> = process.env,
-  dotEnvPath: string | null = '.env',
-): string[] {
-  const source = settingsSource(env, dotEnvPath)
-  const known = settings.map((s) => s.env as string)
-  return Object.keys(source)
-    .filter((name) => name.startsWith('PETSTORE_') && !known.includes(name))
-    .filter((name) => !OTHER_VARIABLES.has(name))
-    .sort()
-    .map((name) => {
-      const near = known.find((k) => editDistance(k, name) <= 2)
-      return `unknown setting ${name} is ignored${near ? `; did you mean ${near}?` : ''} (petstore serve --help lists them)`
-    })
-}
-
-/** Levenshtein distance: how many one-character edits turn `a` into `b`. */
-function editDistance(a: string, b: string): number {
-  let row = Array.from({ length: b.length + 1 }, (_, j) => j)
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i]
-    for (let j = 1; j <= b.length; j++) {
-      const substitution = row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)
-      next.push(Math.min(row[j]! + 1, next[j - 1]! + 1, substitution))
-    }
-    row = next
-  }
-  return row[b.length]!
 }
 
 /** What is wrong between settings that are each valid: the first such problem, if any. */
@@ -483,6 +504,9 @@ function crossProblems(config: Config): string[] {
   }
   if (config.http2 && config.tlsCertPath === null) {
     return ['PETSTORE_HTTP2=true needs PETSTORE_TLS_CERT and PETSTORE_TLS_KEY']
+  }
+  if (config.openapiLicenseUrl !== null && config.openapiLicenseName === null) {
+    return ['PETSTORE_OPENAPI_LICENSE_URL needs PETSTORE_OPENAPI_LICENSE_NAME']
   }
   return []
 }

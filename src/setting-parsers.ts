@@ -144,3 +144,16 @@ export const text: Parser<string> = (raw) => {
   if (raw === '') throw new Error()
   return raw
 }
+
+/** An absolute http(s) URL, as a link in the OpenAPI document. */
+export const httpUrl: Parser<string> = (raw) => {
+  const u = new URL(raw)
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error()
+  return raw
+}
+
+/** One address, `local@domain`, with nothing a mail header could take as a separator. */
+export const emailAddress: Parser<string> = (raw) => {
+  if (!/^[^\s@<>(),;:"]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$/.test(raw)) throw new Error()
+  return raw
+}

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { ConfigError, loadConfig, unknownSettingWarnings } from '../src/config.js'
+import { ConfigError, loadConfig } from '../src/config.js'
 import { storeIndependent } from './support/stores.js'
 import { tempDir } from './support/workspace.js'
 
@@ -67,27 +67,106 @@ storeIndependent(() => {
     )
   })
 
-  test('a PETSTORE_ variable that is no setting is named, with the setting it is closest to', (t) => {
+  test("the document's contact and licence: absent by default, checked when set", () => {
+    const defaults = loadConfig({}, null)
+    for (const key of [
+      'openapiContactName',
+      'openapiContactUrl',
+      'openapiContactEmail',
+      'openapiLicenseName',
+      'openapiLicenseUrl',
+    ] as const) {
+      assert.equal(defaults[key], null, key)
+    }
+    const set = loadConfig(
+      {
+        PETSTORE_OPENAPI_CONTACT_NAME: 'API team',
+        PETSTORE_OPENAPI_CONTACT_URL: 'https://petstore.dev/support',
+        PETSTORE_OPENAPI_CONTACT_EMAIL: 'api@petstore.dev',
+        PETSTORE_OPENAPI_LICENSE_NAME: 'Apache-2.0',
+        PETSTORE_OPENAPI_LICENSE_URL: 'https://www.apache.org/licenses/LICENSE-2.0',
+      },
+      null,
+    )
+    assert.equal(set.openapiContactEmail, 'api@petstore.dev')
+    assert.equal(set.openapiLicenseUrl, 'https://www.apache.org/licenses/LICENSE-2.0')
+    assert.throws(
+      () =>
+        loadConfig(
+          {
+            PETSTORE_OPENAPI_CONTACT_URL: 'ftp://petstore.dev',
+            PETSTORE_OPENAPI_CONTACT_EMAIL: 'api team <api@petstore.dev>',
+          },
+          null,
+        ),
+      (err: unknown) => {
+        assert.ok(err instanceof ConfigError)
+        assert.deepEqual(err.problems, [
+          'PETSTORE_OPENAPI_CONTACT_URL="ftp://petstore.dev" is invalid: expected an http(s) URL',
+          'PETSTORE_OPENAPI_CONTACT_EMAIL="api team <api@petstore.dev>" is invalid: expected an email address',
+        ])
+        return true
+      },
+    )
+    assert.throws(
+      () => loadConfig({ PETSTORE_OPENAPI_LICENSE_URL: 'https://petstore.dev/licence' }, null),
+      {
+        message:
+          'invalid configuration:\n  PETSTORE_OPENAPI_LICENSE_URL needs PETSTORE_OPENAPI_LICENSE_NAME',
+      },
+    )
+  })
+
+  test('a PETSTORE_ variable that is no setting stops the start, named with the setting it is closest to', (t) => {
     const path = join(tempDir(t), '.env')
     writeFileSync(path, 'PETSTORE_LOG_LEVL=debug\n')
-    assert.deepEqual(
-      unknownSettingWarnings(
-        {
-          PETSTORE_DATABSE_URL: 'sqlite:/srv/pets.db',
-          PETSTORE_FAVOURITE_PET: 'cat',
-          PETSTORE_PORT: '8080',
-          PETSTORE_RATE_LIMIT_MAX: '10',
-          PETSTORE_COMPILE_CACHE: '/tmp/cache',
-          PATH: '/usr/bin',
-        },
-        path,
-      ),
-      [
-        'unknown setting PETSTORE_DATABSE_URL is ignored; did you mean PETSTORE_DATABASE_URL? (petstore serve --help lists them)',
-        'unknown setting PETSTORE_FAVOURITE_PET is ignored (petstore serve --help lists them)',
-        'unknown setting PETSTORE_LOG_LEVL is ignored; did you mean PETSTORE_LOG_LEVEL? (petstore serve --help lists them)',
-        'unknown setting PETSTORE_PORT is ignored (petstore serve --help lists them)',
-      ],
+    assert.throws(
+      () =>
+        loadConfig(
+          {
+            PETSTORE_DATABSE_URL: 'sqlite:/srv/pets.db',
+            PETSTORE_FAVOURITE_PET: 'cat',
+            PETSTORE_PORT: '8080',
+            PETSTORE_RATE_LIMIT_MAX: '10',
+            PATH: '/usr/bin',
+          },
+          path,
+        ),
+      (err: unknown) => {
+        assert.ok(err instanceof ConfigError)
+        assert.deepEqual(err.problems, [
+          'PETSTORE_DATABSE_URL is not a setting; did you mean PETSTORE_DATABASE_URL? (petstore serve --help lists them)',
+          'PETSTORE_FAVOURITE_PET is not a setting (petstore serve --help lists them)',
+          'PETSTORE_LOG_LEVL is not a setting; did you mean PETSTORE_LOG_LEVEL? (petstore serve --help lists them)',
+          'PETSTORE_PORT is not a setting (petstore serve --help lists them)',
+        ])
+        return true
+      },
     )
+  })
+
+  test('an unknown name is reported with the bad values, after them', () => {
+    assert.throws(() => loadConfig({ PORT: 'abc', PETSTORE_LOG_LEVL: 'debug' }, null), {
+      message:
+        'invalid configuration:\n  PORT="abc" is invalid: expected an integer from 0 to 65535\n  PETSTORE_LOG_LEVL is not a setting; did you mean PETSTORE_LOG_LEVEL? (petstore serve --help lists them)',
+    })
+  })
+
+  test('the names left to the launcher, the client example, compose.yaml, tests and benchmarks are not refused', (t) => {
+    const path = join(tempDir(t), '.env')
+    writeFileSync(path, 'PETSTORE_IMAGE=localhost/petstore:latest\nPETSTORE_HTTP_PORT=8081\n')
+    const config = loadConfig(
+      {
+        PETSTORE_COMPILE_CACHE: '/tmp/cache',
+        PETSTORE_URL: 'http://127.0.0.1:8080/v1',
+        PETSTORE_KEY: 'pet_0123456789ab_secret',
+        PETSTORE_TEST_STORE: 'postgres',
+        PETSTORE_TEST_POSTGRES_URL: 'postgres://postgres@127.0.0.1:5432/test',
+        PETSTORE_BENCH_POSTGRES_URL: 'postgres://postgres@127.0.0.1:5432/test',
+        PETSTORE_RATE_LIMIT_MAX: '10',
+      },
+      path,
+    )
+    assert.equal(config.rateLimitMax, 10)
   })
 })

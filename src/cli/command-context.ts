@@ -1,6 +1,5 @@
 // What every command that touches the settings or the store shares.
-import cluster from 'node:cluster'
-import { type Config, ConfigError, loadConfig, unknownSettingWarnings } from '../config.js'
+import { type Config, ConfigError, loadConfig } from '../config.js'
 import { openStore } from '../storage/open-store.js'
 import type { Store } from '../storage/store.js'
 
@@ -10,12 +9,7 @@ export class UsageError extends Error {}
 /** The settings; an invalid one is a usage error. */
 export function commandConfig(): Config {
   try {
-    const config = loadConfig()
-    // Said once, by the process the operator started, not by each worker again.
-    if (!cluster.isWorker) {
-      for (const warning of unknownSettingWarnings()) process.stderr.write(`petstore: ${warning}\n`)
-    }
-    return config
+    return loadConfig()
   } catch (err) {
     if (err instanceof ConfigError) throw new UsageError(err.message)
     throw err

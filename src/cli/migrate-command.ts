@@ -1,6 +1,7 @@
-// `petstore migrate`: opening the store brings its schema up to date.
+// `petstore migrate`: brings the schema up to date, and says which migrations that took.
 import type { Command } from 'commander'
-import { commandConfig, withStore } from './command-context.js'
+import { migrateStore, sqlitePathOf } from '../storage/open-store.js'
+import { commandConfig } from './command-context.js'
 
 /** A database URL fit to print: the password, if any, is masked. */
 function withoutPassword(url: string): string {
@@ -16,10 +17,12 @@ export function addMigrateCommand(program: Command): void {
     .description('create the database or bring its schema up to date, then exit')
     .action(async () => {
       const cfg = commandConfig()
-      await withStore(cfg, async (store) => {
-        process.stdout.write(
-          `database is up to date (${store.kind}: ${withoutPassword(cfg.databaseUrl)})\n`,
-        )
-      })
+      const migrated = await migrateStore(cfg)
+      const kind = sqlitePathOf(cfg.databaseUrl) === null ? 'postgres' : 'sqlite'
+      const applied = migrated.map((name) => `applied migration ${name}\n`).join('')
+      const nothing = migrated.length === 0 ? 'no migration to apply: ' : ''
+      process.stdout.write(
+        `${applied}${nothing}database is up to date (${kind}: ${withoutPassword(cfg.databaseUrl)})\n`,
+      )
     })
 }

@@ -24,3 +24,14 @@ export class ClaimReleasedError extends StorageUnavailableError {
     this.name = 'ClaimReleasedError'
   }
 }
+
+/**
+ * The database's path cannot hold a store: its folder cannot be made, or the file is no SQLite
+ * database. A mistake in the settings, not a passing fault: the caller names the setting.
+ */
+export class DatabasePathError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options)
+    this.name = 'DatabasePathError'
+  }
+}

@@ -1,4 +1,5 @@
-import type { Config } from '../config.js'
+import { type Config, ConfigError } from '../config.js'
+import { DatabasePathError } from './errors.js'
 import type { SameTurnReads, Store } from './store.js'
 
 export type StoreSettings = Pick<
@@ -28,21 +29,54 @@ export async function openStore(
   const sqlitePath = sqlitePathOf(url)
   if (sqlitePath !== null) {
     const { openSqliteStore } = await import('./sqlite/sqlite-store.js')
-    const store = await openSqliteStore(sqlitePath, {
-      idempotencyKeysPerApiKey: settings.idempotencyKeysPerApiKey,
-    })
+    const store = await namingTheSetting(url, () =>
+      openSqliteStore(sqlitePath, { idempotencyKeysPerApiKey: settings.idempotencyKeysPerApiKey }),
+    )
     return { store, sameTurnReads: store }
   }
-  if (/^postgres(ql)?:\/\//.test(url)) {
-    const { openPostgresStore } = await import('./postgres/postgres-store.js')
-    const store = await openPostgresStore({
-      url,
-      poolSize: settings.databasePoolSize,
-      timeoutMs: settings.databaseTimeoutMs,
-      idempotencyKeysPerApiKey: settings.idempotencyKeysPerApiKey,
-      ...(onPoolError ? { onPoolError } : {}),
-    })
-    return { store }
+  const options = postgresOptions(settings)
+  const { openPostgresStore } = await import('./postgres/postgres-store.js')
+  return { store: await openPostgresStore({ ...options, ...(onPoolError ? { onPoolError } : {}) }) }
+}
+
+/** The migrations applied now to the store the database URL names, by name; none when up to date. */
+export async function migrateStore(settings: StoreSettings): Promise<string[]> {
+  const sqlitePath = sqlitePathOf(settings.databaseUrl)
+  if (sqlitePath !== null) {
+    const { openMigrated } = await import('./sqlite/open-migrated.js')
+    const { db, migrated } = await namingTheSetting(settings.databaseUrl, () =>
+      openMigrated(sqlitePath),
+    )
+    db.close()
+    return migrated
   }
-  throw new Error(`unsupported database URL scheme: ${url.split(':')[0]}`)
+  const options = postgresOptions(settings)
+  const { migratePostgres } = await import('./postgres/migrate.js')
+  return migratePostgres(options)
+}
+
+/** The pool's options for a `postgres://` URL; any other scheme is refused. */
+function postgresOptions(settings: StoreSettings) {
+  const url = settings.databaseUrl
+  if (!/^postgres(ql)?:\/\//.test(url)) {
+    throw new Error(`unsupported database URL scheme: ${url.split(':')[0]}`)
+  }
+  return {
+    url,
+    poolSize: settings.databasePoolSize,
+    timeoutMs: settings.databaseTimeoutMs,
+    idempotencyKeysPerApiKey: settings.idempotencyKeysPerApiKey,
+  }
+}
+
+/** A path that cannot hold the store is a mistake in PETSTORE_DATABASE_URL: said as one. */
+async function namingTheSetting<T>(url: string, open: () => Promise<T>): Promise<T> {
+  try {
+    return await open()
+  } catch (err) {
+    if (!(err instanceof DatabasePathError)) throw err
+    throw new ConfigError([
+      `PETSTORE_DATABASE_URL=${JSON.stringify(url)} cannot be used: ${err.message}`,
+    ])
+  }
 }

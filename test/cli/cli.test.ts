@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
 import packageJson from '../../package.json' with { type: 'json' }
 import { settings } from '../../src/config.js'
+import { SQLITE_MIGRATION_NAMES } from '../../src/storage/sqlite/migration-names.js'
 import { INVALID_TOKEN } from '../support/errors.js'
 import { bootstrapKey, type StartedService } from '../support/process.js'
 import { storeIndependent } from '../support/stores.js'
@@ -372,14 +373,23 @@ storeIndependent(() => {
       )
     })
 
-    test('a misspelt setting is named on stderr, once, and the command goes on', async (t) => {
+    test('a misspelt setting stops the command with exit 2, naming the setting it is closest to', async (t) => {
       const w = cliWorkspace(t)
-      const res = await w.run(['migrate'], { PETSTORE_DATABSE_URL: 'sqlite:/nowhere/pets.db' })
-      assert.equal(res.code, 0, res.stderr)
-      assert.equal(
-        res.stderr,
-        'petstore: unknown setting PETSTORE_DATABSE_URL is ignored; did you mean PETSTORE_DATABASE_URL? (petstore serve --help lists them)\n',
-      )
+      const misspelt = { PETSTORE_DATABSE_URL: `sqlite:${join(w.dir, 'other.db')}` }
+      const expected = {
+        code: 2,
+        signal: null,
+        stdout: '',
+        stderr:
+          'petstore: invalid configuration:\n  PETSTORE_DATABSE_URL is not a setting; did you mean PETSTORE_DATABASE_URL? (petstore serve --help lists them)\n',
+      }
+      assert.deepEqual(await w.run(['migrate'], misspelt), expected)
+      assert.deepEqual(await w.run(['serve'], { ...misspelt, PORT: '0' }), expected)
+      // From .env just the same: nothing was opened, neither the default file nor the misspelt one.
+      writeFileSync(join(w.dir, '.env'), `PETSTORE_DATABSE_URL=${misspelt.PETSTORE_DATABSE_URL}\n`)
+      assert.deepEqual(await w.run(['serve'], { PORT: '0' }), expected)
+      assert.equal(existsSync(join(w.dir, 'other.db')), false)
+      assert.equal(existsSync(w.dbPath), false)
     })
 
     test('a configured key means no bootstrap key is made', async (t) => {
@@ -408,6 +418,58 @@ storeIndependent(() => {
       assert.deepEqual(list, { code: 0, signal: null, stdout: '[]\n', stderr: '' })
     })
 
+    test('a database path that cannot hold a store names PETSTORE_DATABASE_URL, exit 2, for every command', async (t) => {
+      const w = cliWorkspace(t)
+      const file = join(w.dir, 'hostname')
+      writeFileSync(file, 'not a database\n')
+      const cases: [string, string][] = [
+        [`sqlite:${file}/x.db`, `cannot create the folder ${file} (EEXIST: a file is in the way)`],
+        [
+          `sqlite:${file}/sub/x.db`,
+          `cannot create the folder ${file}/sub (ENOTDIR: a file is in the way)`,
+        ],
+        [
+          `sqlite:${w.dir}`,
+          `cannot open ${w.dir} as a SQLite database (SQLITE_CANTOPEN: unable to open database file)`,
+        ],
+        [
+          `sqlite:${file}`,
+          `cannot open ${file} as a SQLite database (SQLITE_NOTADB: file is not a database)`,
+        ],
+      ]
+      for (const [url, reason] of cases) {
+        for (const args of [['migrate'], ['serve'], ['keys', 'list']]) {
+          const res = await w.run(args, { PETSTORE_DATABASE_URL: url })
+          assert.deepEqual(
+            res,
+            {
+              code: 2,
+              signal: null,
+              stdout: '',
+              stderr: `petstore: invalid configuration:\n  PETSTORE_DATABASE_URL=${JSON.stringify(url)} cannot be used: ${reason}\n`,
+            },
+            `${args.join(' ')} on ${url}`,
+          )
+        }
+      }
+      assert.equal(readFileSync(file, 'utf8'), 'not a database\n')
+    })
+
+    test('a bootstrap-key file that cannot be made names PETSTORE_BOOTSTRAP_KEY_FILE, exit 2', async (t) => {
+      const w = cliWorkspace(t)
+      const file = join(w.dir, 'hostname')
+      writeFileSync(file, 'a file\n')
+      const res = await w.run(['serve'], { PETSTORE_BOOTSTRAP_KEY_FILE: `${file}/key` })
+      assert.deepEqual(res, {
+        code: 2,
+        signal: null,
+        stdout: '',
+        stderr: `petstore: invalid configuration:\n  PETSTORE_BOOTSTRAP_KEY_FILE="${file}/key" cannot be used: cannot create ${file}/key (ENOTDIR: a file is in the way)\n`,
+      })
+      const list = await w.run(['keys', 'list', '--json'])
+      assert.deepEqual(list, { code: 0, signal: null, stdout: '[]\n', stderr: '' })
+    })
+
     test('migrate exits 0 and creates the database file and its folder', async (t) => {
       const w = cliWorkspace(t)
       const nested = join(w.dir, 'data', 'nested', 'petstore.db')
@@ -417,7 +479,7 @@ storeIndependent(() => {
       assert.deepEqual(res, {
         code: 0,
         signal: null,
-        stdout: `database is up to date (sqlite: sqlite:${nested})\n`,
+        stdout: `${SQLITE_MIGRATION_NAMES.map((n) => `applied migration ${n}\n`).join('')}database is up to date (sqlite: sqlite:${nested})\n`,
         stderr: '',
       })
       assert.equal(existsSync(nested), true)

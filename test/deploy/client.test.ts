@@ -14,6 +14,7 @@ import {
   type PetStatus,
   PetstoreError,
   parseExactJson,
+  retryAfterMs,
   stringifyExactJson,
 } from '../../client/index.js'
 import {
@@ -194,6 +195,128 @@ storeIndependent(() => {
     })
   })
 
+  describe('paging through 429 and 503', () => {
+    const RATE_LIMITED = '{"code":"rate_limited","message":"too many requests","status":429}'
+    const page = (ids: number[], next: string | null) =>
+      new Response(JSON.stringify(ids.map((id) => ({ id, name: `pet ${id}`, categoryId: 1 }))), {
+        status: 200,
+        headers: {
+          'content-type': 'application/json',
+          ...(next === null ? {} : { link: `</v1/pets?limit=2&cursor=${next}>; rel="next"` }),
+        },
+      })
+    const refusal = (status: number, retryAfter: string | null) =>
+      new Response(RATE_LIMITED.replace('429', String(status)), {
+        status,
+        headers: {
+          'content-type': 'application/json',
+          ...(retryAfter === null ? {} : { 'retry-after': retryAfter }),
+        },
+      })
+
+    /** A client answered by `answers` in turn, recording the URLs asked and the waits made. */
+    function scripted(
+      answers: Response[],
+      retry?: { maxWaitSeconds?: number; maxRetries?: number },
+    ) {
+      const urls: string[] = []
+      const waits: number[] = []
+      const client = createPetstoreClient({
+        baseUrl: 'http://petstore.invalid/v1',
+        apiKey: API_KEY,
+        fetch: async (request) => {
+          urls.push(new URL(request.url).search)
+          return answers.shift()!
+        },
+        retry: {
+          ...retry,
+          sleep: async (ms) => {
+            waits.push(ms)
+          },
+        },
+      })
+      const all = async () => {
+        const ids: bigint[] = []
+        for await (const pet of client.listAllPets({ limit: 2 })) ids.push(pet.id)
+        return ids
+      }
+      return { urls, waits, all }
+    }
+
+    test('a page answered 429 or 503 with Retry-After is asked for again after that wait', async () => {
+      const { urls, waits, all } = scripted([
+        page([1, 2], 'c1'),
+        refusal(429, '2'),
+        refusal(503, '1'),
+        page([3, 4], 'c2'),
+        refusal(429, '0'),
+        page([5], null),
+      ])
+      assert.deepEqual(await all(), [1n, 2n, 3n, 4n, 5n])
+      assert.deepEqual(waits, [2000, 1000, 0])
+      assert.deepEqual(urls, [
+        '?limit=2',
+        '?limit=2&cursor=c1',
+        '?limit=2&cursor=c1',
+        '?limit=2&cursor=c1',
+        '?limit=2&cursor=c2',
+        '?limit=2&cursor=c2',
+      ])
+    })
+
+    test('a Retry-After given as an HTTP date is waited out until that date', () => {
+      const now = Date.parse('2026-11-28T12:00:00Z')
+      assert.equal(retryAfterMs('Sat, 28 Nov 2026 12:00:30 GMT', now), 30_000)
+      assert.equal(retryAfterMs('Sat, 28 Nov 2026 11:59:00 GMT', now), 0)
+      assert.equal(retryAfterMs(' 7 ', now), 7000)
+      assert.equal(retryAfterMs('soon', now), null)
+      assert.equal(retryAfterMs('-1', now), null)
+      assert.equal(retryAfterMs(null, now), null)
+    })
+
+    test('past the longest wait, the retries of one page, or without Retry-After, the 429 is thrown', async () => {
+      const thrown = async (run: () => Promise<unknown>) => {
+        const err = await run().then(
+          () => assert.fail('no error'),
+          (e: unknown) => e,
+        )
+        assert.ok(err instanceof PetstoreError)
+        return [err.status, err.message]
+      }
+      const tooLong = scripted([refusal(429, '61')])
+      assert.deepEqual(await thrown(tooLong.all), [429, '429 rate_limited: too many requests'])
+      assert.deepEqual(tooLong.waits, [])
+
+      const capped = scripted([refusal(429, '10'), refusal(429, '10'), refusal(429, '10')], {
+        maxWaitSeconds: 10,
+        maxRetries: 2,
+      })
+      assert.deepEqual(await thrown(capped.all), [429, '429 rate_limited: too many requests'])
+      assert.deepEqual(capped.waits, [10_000, 10_000])
+
+      const bare = scripted([refusal(429, null)])
+      assert.deepEqual(await thrown(bare.all), [429, '429 rate_limited: too many requests'])
+      const otherError = scripted([refusal(500, '1')])
+      assert.deepEqual(await thrown(otherError.all), [500, '500 rate_limited: too many requests'])
+      assert.deepEqual([bare.waits, otherError.waits], [[], []])
+    })
+
+    test('with retry: false the first 429 is thrown', async () => {
+      const client = createPetstoreClient({
+        baseUrl: 'http://petstore.invalid/v1',
+        apiKey: API_KEY,
+        fetch: async () => refusal(429, '1'),
+        retry: false,
+      })
+      await assert.rejects(
+        async () => {
+          for await (const _ of client.listAllPets()) assert.fail('no pet')
+        },
+        { name: 'PetstoreError', status: 429 },
+      )
+    })
+  })
+
   describe('example program', () => {
     test('lists, creates and pages through pets against a running service', async (t) => {
       const baseUrl = await serveApi(t)
@@ -209,7 +332,7 @@ storeIndependent(() => {
           'created #3 Milo (category -9223372036854775808, sold) at /v1/pets/3',
           'created #4 Bella (category 2, no status) at /v1/pets/4',
           'created #5 Max (category 3, available) at /v1/pets/5',
-          'all pets, 2 per page:',
+          'all pets, 100 per page:',
           '  #1 Rex (category 1, available)',
           '  #2 Luna (category 9223372036854775807, pending)',
           '  #3 Milo (category -9223372036854775808, sold)',

@@ -36,7 +36,7 @@ export async function openSqliteStore(
   const idempotencyKeysPerApiKey =
     opts.idempotencyKeysPerApiKey ?? DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY
   const cap = new IdempotencyCap(idempotencyKeysPerApiKey)
-  const db = await openMigrated(path)
+  const { db } = await openMigrated(path)
   if (path === ':memory:') return new SqliteStore(db, null, null, null, cap)
   const file = DatabaseFile.opened(path)
   const walIndex = WalIndexVersion.open(path)
