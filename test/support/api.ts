@@ -2,6 +2,7 @@
 // walking the pages, and a load of creates from many clients at once.
 import assert from 'node:assert/strict'
 import { request as httpRequest } from 'node:http'
+import { DB_READ_ONLY, DB_UNREACHABLE } from './errors.js'
 import type { StartedService } from './process.js'
 
 export interface Reply {
@@ -86,6 +87,29 @@ export async function listAllPets<P = Pet>(
 export interface CreateOutcome {
   name: string
   reply: Reply
+}
+
+/**
+ * Each create answered 201 with its pet, or 503 with a whole Error body (the database not
+ * reachable, or read-only) and `Retry-After: 1`; the pets made.
+ */
+export function createdPets(outcomes: CreateOutcome[]): { id: number }[] {
+  const created: { id: number }[] = []
+  for (const { name, reply } of outcomes) {
+    if (reply.status === 503) {
+      const body = JSON.parse(reply.body) as { message: string }
+      const expected = body.message === DB_READ_ONLY.message ? DB_READ_ONLY : DB_UNREACHABLE
+      assert.deepEqual(body, expected, name)
+      assert.equal(reply.headers['retry-after'], '1', name)
+      assert.equal(reply.headers['content-type'], 'application/json; charset=utf-8', name)
+      continue
+    }
+    assert.equal(reply.status, 201, `${name}: ${reply.body}`)
+    const pet = JSON.parse(reply.body) as { id: number }
+    assert.deepEqual(pet, { id: pet.id, name, categoryId: 7, status: 'available' })
+    created.push(pet)
+  }
+  return created
 }
 
 /**

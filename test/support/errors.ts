@@ -34,6 +34,9 @@ export const INVALID_TOKEN = errorBody(
 /** What a request answers while its database cannot be reached. */
 export const DB_UNREACHABLE = unavailable('the database is not reachable; retry later')
 
+/** What a write answers while its database takes no writes (a standby, a demoted primary). */
+export const DB_READ_ONLY = unavailable('the database is read-only; retry later')
+
 /** What readiness answers while the store cannot be reached. */
 export const NOT_READY = unavailable('storage is not reachable')
 

@@ -6,8 +6,7 @@
 // pg_rewind as the new primary's synchronous standby.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { type CreateOutcome, call, startCreateLoad } from '../../support/api.js'
-import { DB_UNREACHABLE, errorBody } from '../../support/errors.js'
+import { call, createdPets, startCreateLoad } from '../../support/api.js'
 import { startPgBouncer } from '../../support/pgbouncer.js'
 import { assertAcknowledgedStored, storedPets } from '../../support/postgres.js'
 import { startService } from '../../support/process.js'
@@ -19,26 +18,6 @@ const KEY = 'failover-test-key-0123456789'
 const CLIENTS = 4
 /** Creates answered 201 before the primary is stopped, and again after PgBouncer is repointed. */
 const CREATES_EACH_SIDE = 50
-const READ_ONLY = errorBody(503, 'service_unavailable', 'the database is read-only; retry later')
-
-/** Each create answered 201 with its pet, or 503 with a whole Error body; the pets made. */
-function createdPets(outcomes: CreateOutcome[]): { id: number }[] {
-  const created: { id: number }[] = []
-  for (const { name, reply } of outcomes) {
-    if (reply.status === 503) {
-      assert.ok(
-        [DB_UNREACHABLE, READ_ONLY].some((b) => reply.body === JSON.stringify(b)),
-        `${name}: ${reply.body}`,
-      )
-      continue
-    }
-    assert.equal(reply.status, 201, `${name}: ${reply.body}`)
-    const pet = JSON.parse(reply.body) as { id: number }
-    assert.deepEqual(pet, { id: pet.id, name, categoryId: 7, status: 'available' })
-    created.push(pet)
-  }
-  return created
-}
 
 forStore('postgres', () => {
   test('a synchronous standby promoted under creates, behind PgBouncer: no create answered 201 is lost; the old primary rejoins by pg_rewind', {

@@ -14,8 +14,8 @@ import {
   openPostgresStore,
   type PostgresStore,
 } from '../../../src/storage/postgres/postgres-store.js'
-import { type CreateOutcome, call, type Reply, startCreateLoad } from '../../support/api.js'
-import { DB_UNREACHABLE, errorBody } from '../../support/errors.js'
+import { call, createdPets, type Reply, startCreateLoad } from '../../support/api.js'
+import { DB_UNREACHABLE, DB_READ_ONLY as READ_ONLY } from '../../support/errors.js'
 import {
   adminQuery,
   assertAcknowledgedStored,
@@ -27,7 +27,6 @@ import { until } from '../../support/wait.js'
 import { JSON_LOGS_NO_LIMIT, workspace } from '../../support/workspace.js'
 
 const KEY = 'read-only-test-key-0123456789'
-const READ_ONLY = errorBody(503, 'service_unavailable', 'the database is read-only; retry later')
 
 /** New sessions of `database` are read-only (on) or not; open sessions keep what they had. */
 async function setReadOnly(database: string, on: boolean): Promise<void> {
@@ -230,23 +229,6 @@ forStore('postgres', () => {
   /** How the creates were answered, for the test's output. */
   const tally = (load: ReturnType<typeof startCreateLoad>) =>
     `creates: ${load.count(201)} × 201, ${load.count(503, READ_ONLY)} × 503 read-only, ${load.count(503, DB_UNREACHABLE)} × 503 not reachable, ${load.outcomes.length} in all`
-
-  /** Every create answered 201 with its pet or 503 with a whole Error body; the pets made. */
-  function createdPets(outcomes: CreateOutcome[]): { id: number }[] {
-    const created: { id: number }[] = []
-    for (const { name, reply } of outcomes) {
-      if (reply.status === 503) {
-        const body = JSON.parse(reply.body) as { message: string }
-        assertRefused(reply, name, body.message === READ_ONLY.message ? READ_ONLY : DB_UNREACHABLE)
-        continue
-      }
-      assert.equal(reply.status, 201, `${name}: ${reply.body}`)
-      const pet = JSON.parse(reply.body) as { id: number }
-      assert.deepEqual(pet, { id: pet.id, name, categoryId: 7, status: 'available' })
-      created.push(pet)
-    }
-    return created
-  }
 
   describe('postgres read-only: the service', () => {
     test('turned read-only under load: creates 201 or 503 (never 500), reads 200, writes again once writable', async (t) => {
