@@ -75,35 +75,22 @@ export class Admissions {
     }
   }
 
-  /**
-   * Admits or refuses a request and counts it; in the same turn when the key matched before at
-   * `keysVersion` (the keys part of the store's data version) and the counters answer at once.
-   */
-  admit(
+  /** Admits or refuses a request and counts it. `keysVersion`: the keys part of the data version. */
+  async admit(
     authorization: string | undefined,
     address: string,
     keysVersion: number | undefined,
-  ): Admission | Promise<Admission> {
+  ): Promise<Admission> {
     const token = bearerToken(authorization)
-    if (!token) return this.refuse(token, address)
-    const key = this.o.verifier.recall(token, keysVersion)
-    if (key !== undefined) return this.count(key)
-    return this.o.verifier
-      .verify(token, keysVersion)
-      .then((found) => (found === null ? this.refuse(token, address) : this.count(found)))
+    const key = token ? await this.o.verifier.verify(token, keysVersion) : null
+    if (key === null) return this.refuse(token, address)
+    return this.counted(key, await this.o.counters.perKey(this.keyCounterName(key.id)))
   }
 
   /** Whether the key matched before, counting nothing: a fast-lane create reads its body only then. */
   recognises(authorization: string | undefined): boolean {
     const token = bearerToken(authorization)
     return token ? this.o.verifier.knows(token) : false
-  }
-
-  private count(key: AuthenticatedKey): Admission | Promise<Admission> {
-    const state = this.o.counters.perKey(this.keyCounterName(key.id))
-    return state instanceof Promise
-      ? state.then((s) => this.counted(key, s))
-      : this.counted(key, state)
   }
 
   private counted(key: AuthenticatedKey, s: LimitState): Admission {
@@ -114,9 +101,10 @@ export class Admissions {
   }
 
   /** A missing (null) or failed token: counted against the address's network, then 401 or 429. */
-  private refuse(token: string | null, address: string): Admission | Promise<Admission> {
-    const state = this.o.counters.perAddress(counterName('auth-failures', clientNetwork(address)))
-    const refused = (s: LimitState): Admission => ({
+  private async refuse(token: string | null, address: string): Promise<Admission> {
+    const name = counterName('auth-failures', clientNetwork(address))
+    const s = await this.o.counters.perAddress(name)
+    return {
       key: null,
       headers: this.fields('auth-failures', s),
       refusal: s.isExceeded
@@ -126,8 +114,7 @@ export class Admissions {
             'too many failed authentication attempts from this address',
           )
         : unauthorized(token),
-    })
-    return state instanceof Promise ? state.then(refused) : refused(state)
+    }
   }
 
   private fields(policy: Policy, s: LimitState): string[] {

@@ -103,11 +103,11 @@ export class ApiKeyVerifier {
   }
 
   /**
-   * The key's identity when it matched before and still holds at `version`, synchronously;
-   * undefined when only a full check can tell. At a newer version (SQLite's moves with pet writes
-   * too) a store that answers at once (SameTurnReads) re-reads the record: same hash, still active.
+   * The key's identity when it matched before and still holds at `version`; undefined when only a
+   * full check can tell. At a newer version (SQLite's moves with pet writes too) a store that reads
+   * without waiting (SameTurnReads) re-reads the record: same hash, still active, no hashing.
    */
-  recall(presented: string, version: number | undefined): AuthenticatedKey | undefined {
+  private recall(presented: string, version: number | undefined): AuthenticatedKey | undefined {
     const known = this.remembered.get(presented)
     if (known === undefined) return undefined
     if (known.version === -1 || known.version === version) {

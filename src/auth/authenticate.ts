@@ -1,7 +1,7 @@
 // The routes' authentication: which routes need a key, and the onRequest hook that admits.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { isApiTarget } from '../http/request-target.js'
-import type { Admission, Admissions } from './admission.js'
+import type { Admissions } from './admission.js'
 import type { AuthenticatedKey } from './api-keys.js'
 
 /**
@@ -25,24 +25,17 @@ export function authenticatedKey(request: FastifyRequest): AuthenticatedKey {
 /** Registers the hooks that admit every request that needs a key, before anything reads it. */
 export function registerAuth(app: FastifyInstance, admissions: Admissions): void {
   app.decorateRequest('apiKey', null)
-  app.addHook('onRequest', (request, reply, done) => {
-    if (!requiresKey(request)) {
-      done()
-      return
-    }
-    const apply = (a: Admission) => {
-      request.apiKey = a.key
-      const h = a.headers
-      for (let i = 0; i < h.length; i += 2) reply.header(h[i]!, h[i + 1])
-      done(a.refusal ?? undefined)
-    }
-    const admitted = admissions.admit(
+  app.addHook('onRequest', async (request, reply) => {
+    if (!requiresKey(request)) return
+    const a = await admissions.admit(
       request.headers.authorization,
       request.ip,
       request.dataVersion?.keys,
     )
-    if (admitted instanceof Promise) admitted.then(apply, done)
-    else apply(admitted)
+    request.apiKey = a.key
+    const h = a.headers
+    for (let i = 0; i < h.length; i += 2) reply.header(h[i]!, h[i + 1])
+    if (a.refusal !== null) throw a.refusal
   })
   // The last check before any handler: nothing that needs a key gets past it without one.
   app.addHook('preHandler', (request, _reply, done) => {

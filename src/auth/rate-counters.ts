@@ -18,16 +18,13 @@ export interface Limit {
   windowMs: number
 }
 
-/** Counts one request against the budget of the counter named; a shared store may answer later. */
-export type RateCounter = (name: string) => LimitState | Promise<LimitState>
+/** Counts one request against the budget of the counter named, in memory or in a shared store. */
+export type RateCounter = (name: string) => Promise<LimitState>
 
 /** Counters kept at most; the least recently used one goes first. */
 const MAX_COUNTERS = 100_000
 
-/**
- * Fixed windows in memory (a window opens at a key's first request and lasts windowMs), counted
- * synchronously: a promise per count would cost every request (docs/performance.md).
- */
+/** Fixed windows in memory: a window opens at a key's first request and lasts windowMs. */
 export class MemoryWindows {
   private readonly windows = new LruMap<{ count: number; startMs: number }>(MAX_COUNTERS)
 
@@ -56,7 +53,7 @@ export class MemoryWindows {
 }
 
 export function memoryCounter(windows: MemoryWindows): RateCounter {
-  return (name) => windows.take(name)
+  return async (name) => windows.take(name)
 }
 
 /**
@@ -70,10 +67,13 @@ export function sharedCounter(
   local: MemoryWindows,
   breaker: Breaker,
 ): RateCounter {
-  return (name) => {
+  return async (name) => {
     if (breaker.isOpen()) return local.take(name)
-    const state = shared(name)
-    return state instanceof Promise ? state.catch(() => local.take(name)) : state
+    try {
+      return await shared(name)
+    } catch {
+      return local.take(name)
+    }
   }
 }
 

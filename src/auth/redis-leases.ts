@@ -91,23 +91,13 @@ export class RedisLeases {
   }
 
   /**
-   * Spends one unit of the counter `name`: at once from the lease while it lasts (renewed in the
-   * background when half spent), else once Redis has granted more. Rejects when Redis fails.
+   * Spends one unit of the counter `name`: from the lease held here while it lasts, with no round
+   * trip (renewed in the background when half spent), else once Redis has granted more. Rejects
+   * when Redis fails.
    */
-  take(name: string): LimitState | Promise<LimitState> {
+  async take(name: string): Promise<LimitState> {
     const now = Date.now()
-    let lease = this.leases.get(name)
-    if (lease === undefined || lease.endsAt <= now) {
-      lease = {
-        left: 0,
-        reserved: 0,
-        endsAt: Infinity,
-        exhausted: false,
-        renewing: false,
-        waiters: [],
-      }
-      this.leases.set(name, lease)
-    }
+    const lease = this.current(name, now)
     if (lease.left > 0 && lease.waiters.length === 0) {
       lease.left--
       if (lease.left <= this.size >> 1 && !lease.exhausted && !lease.renewing) {
@@ -120,6 +110,23 @@ export class RedisLeases {
       lease.waiters.push({ resolve, reject })
       if (!lease.renewing) this.renew(name, lease)
     })
+  }
+
+  /** The counter's lease in its current window; an empty one when its window has ended. */
+  private current(name: string, now: number): Lease {
+    let lease = this.leases.get(name)
+    if (lease === undefined || lease.endsAt <= now) {
+      lease = {
+        left: 0,
+        reserved: 0,
+        endsAt: Infinity,
+        exhausted: false,
+        renewing: false,
+        waiters: [],
+      }
+      this.leases.set(name, lease)
+    }
+    return lease
   }
 
   private renew(name: string, lease: Lease): void {

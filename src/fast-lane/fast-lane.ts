@@ -15,7 +15,7 @@ import type { CompletedRequest } from '../http/request-line.js'
 import { requestLineWriter } from '../http/request-log.js'
 import type { Turn, VersionThen } from '../http/turn.js'
 import type { Metrics } from '../observability/metrics.js'
-import type { Caller, PetOperations } from '../pets/operations.js'
+import { answerNowOrLater, type Caller, type PetOperations } from '../pets/operations.js'
 import { NewPet, type NewPetBody } from '../pets/schemas.js'
 import { newPetOf } from '../pets/service.js'
 import type { DataVersion, Deadline, NewPet as NewPetRecord } from '../storage/store.js'
@@ -69,22 +69,23 @@ export function createFastLane(o: FastLaneOptions): FastLane {
   }
   const fail = (x: Exchange, err: unknown) =>
     respond(x, errorOutcome(err, o.logger.child({ requestId: x.id })))
-  const settle = (x: Exchange, outcome: Outcome | Promise<Outcome>) => {
-    if (outcome instanceof Promise)
-      outcome.then(
-        (r) => respond(x, r),
-        (err) => fail(x, err),
-      )
-    else respond(x, outcome)
-  }
+  const settle = (x: Exchange, now: Outcome | undefined, later: () => Promise<Outcome>) =>
+    answerNowOrLater(now, later, (r) => respond(x, r))?.catch((err) => fail(x, err))
 
   const operate = (x: Exchange, caller: Caller, body: Buffer | undefined) => {
     const { taken } = x
-    if (taken.operation === 'listPets') settle(x, o.operations.list(taken.query, caller))
-    else if (taken.operation === 'getPet') {
-      o.operations.getPetCalled(caller)
-      settle(x, o.operations.get(taken.petId, caller))
-    } else settle(x, o.operations.create(newPetOfBody(body!), caller))
+    const ops = o.operations
+    if (taken.operation === 'listPets') {
+      const { query } = taken
+      settle(x, ops.listNow(query, caller), () => ops.list(query, caller))
+    } else if (taken.operation === 'getPet') {
+      ops.getPetCalled(caller)
+      const { petId } = taken
+      settle(x, ops.getNow(petId, caller), () => ops.get(petId, caller))
+    } else {
+      const pet = newPetOfBody(body!)
+      settle(x, undefined, () => ops.create(pet, caller))
+    }
   }
   const admitted = (x: Exchange, a: Admission, version: DataVersion | undefined, body?: Buffer) => {
     x.keyName = a.key?.name
@@ -104,14 +105,12 @@ export function createFastLane(o: FastLaneOptions): FastLane {
     (x, body) => (version, deadline, unavailable) => {
       if (unavailable !== null) return fail(x, unavailable)
       x.deadline = deadline
+      const { authorization } = x.req.headers
       try {
-        const a = o.admissions.admit(x.req.headers.authorization, x.origin.ip, version?.keys)
-        if (a instanceof Promise)
-          a.then(
-            (r) => admitted(x, r, version, body),
-            (err) => fail(x, err),
-          )
-        else admitted(x, a, version, body)
+        o.admissions.admit(authorization, x.origin.ip, version?.keys).then(
+          (r) => admitted(x, r, version, body),
+          (err) => fail(x, err),
+        )
       } catch (err) {
         fail(x, err)
       }

@@ -64,11 +64,8 @@ export class Turn {
       this.reads = []
       this.deadlines = []
       // The turn's first request has the earliest deadline.
-      const version = readDataVersion(this.store, deadlines[0])
-      if (version instanceof Promise) version.then((v) => runAll(reads, deadlines, v))
-      else runAll(reads, deadlines, version)
+      readDataVersion(this.store, deadlines[0]).then((v) => runAll(reads, deadlines, v))
     }
-    // Cleared only now: the answers the reads just queued go out below, not a turn later.
     this.scheduled = false
     const writes = this.writes
     this.writes = []

@@ -46,6 +46,22 @@ export interface PetOperationsOptions {
   pets: ReadCache
 }
 
+/**
+ * Hands `send` the answer of a read: `now` (listNow, getNow: from memory, in this turn) when there
+ * is one, else `later()`'s once the store has answered; a rejection of `later` is returned. The
+ * only synchronous shortcut left: a cached read answered without a promise costs 8-10% fewer
+ * instructions (docs/performance.md, "Could every call be plain async?").
+ */
+export function answerNowOrLater(
+  now: Outcome | undefined,
+  later: () => Promise<Outcome>,
+  send: (outcome: Outcome) => void,
+): Promise<void> | undefined {
+  if (now === undefined) return later().then(send)
+  send(now)
+  return undefined
+}
+
 export class PetOperations {
   private readonly petJson: (pet: PetRecord) => string
   private readonly petsJson: (pets: PetRecord[]) => string
@@ -55,17 +71,30 @@ export class PetOperations {
     this.petsJson = compileSerializer<PetRecord[]>(Pets)
   }
 
-  list(query: ListPetsQueryType, caller: Caller): Outcome | Promise<Outcome> {
-    const key = ReadCache.pageKey(query.limit, query.status, query.cursor)
+  async list(query: ListPetsQueryType, caller: Caller): Promise<Outcome> {
+    const now = this.listNow(query, caller)
+    if (now !== undefined) return now
+    const found = await this.o.service.listPage(query, caller.deadline)
+    const body = this.petsJson(found.pets)
     const version = caller.version?.pets
-    const cached = version === undefined ? undefined : this.o.pages.get(key, version)
-    if (cached !== undefined) return this.page(query, caller, cached.body, cached.nextCursor)
-    return this.o.service.listPage(query, caller.deadline).then((found) => {
-      const body = this.petsJson(found.pets)
-      if (version !== undefined)
-        this.o.pages.set(key, version, { body, nextCursor: found.nextCursor })
-      return this.page(query, caller, body, found.nextCursor)
-    })
+    if (version !== undefined) {
+      const key = ReadCache.pageKey(query.limit, query.status, query.cursor)
+      this.o.pages.set(key, version, { body, nextCursor: found.nextCursor })
+    }
+    return this.page(query, caller, body, found.nextCursor)
+  }
+
+  /** list's answer from the page cache, in the same turn; undefined when list must read. */
+  listNow(query: ListPetsQueryType, caller: Caller): Outcome | undefined {
+    const version = caller.version?.pets
+    if (version === undefined) return undefined
+    const cached = this.o.pages.get(
+      ReadCache.pageKey(query.limit, query.status, query.cursor),
+      version,
+    )
+    return cached === undefined
+      ? undefined
+      : this.page(query, caller, cached.body, cached.nextCursor)
   }
 
   private page(
@@ -96,17 +125,25 @@ export class PetOperations {
   }
 
   /** A pet by id, once getPetCalled has let the call through. */
-  get(petId: bigint, caller: Caller): Outcome | Promise<Outcome> {
+  async get(petId: bigint, caller: Caller): Promise<Outcome> {
+    const now = this.getNow(petId, caller)
+    if (now !== undefined) return now
+    const pet = await this.o.service.get(petId, caller.deadline)
+    return this.found(ReadCache.petKey(petId), caller.version?.pets, pet)
+  }
+
+  /**
+   * get's answer in the same turn: from the pet cache, or read there where the store can (SQLite);
+   * undefined when get must wait for the store.
+   */
+  getNow(petId: bigint, caller: Caller): Outcome | undefined {
     const version = caller.version?.pets
+    if (version === undefined) return undefined
     const key = ReadCache.petKey(petId)
-    if (version !== undefined) {
-      const cached = this.o.pets.get(key, version)?.body
-      if (cached !== undefined) return { status: 200, headers: [], body: cached }
-      // Read in this turn where the store can (SQLite), else below, the same way after.
-      const pet = this.o.sameTurnReads?.petAt(petId, version)
-      if (pet != null) return this.found(key, version, pet)
-    }
-    return this.o.service.get(petId, caller.deadline).then((pet) => this.found(key, version, pet))
+    const cached = this.o.pets.get(key, version)?.body
+    if (cached !== undefined) return { status: 200, headers: [], body: cached }
+    const pet = this.o.sameTurnReads?.petAt(petId, version)
+    return pet == null ? undefined : this.found(key, version, pet)
   }
 
   /** A pet read, written by the one Pet serializer and kept at `version` for the next get. */

@@ -3,24 +3,15 @@
 // request has waited for the end of its event-loop turn, where one data-version read serves the
 // turn's requests (the `waitForTurnVersion` hook, src/http/root-hooks.ts): the caller's `version`
 // and `deadline` come from there; its answer goes out with the turn's others (`writeWithTurn`).
+// A read answered from memory is sent without a promise (answerNowOrLater, operations.ts).
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { authenticatedKey } from '../auth/authenticate.js'
-import type { Outcome } from '../http/envelope.js'
 import { sendOutcome } from '../http/error-handling.js'
-import type { Caller, PetOperations } from './operations.js'
+import { answerNowOrLater, type Caller, type PetOperations } from './operations.js'
 import { createPetSchema, getPetSchema, listOrdersSchema, listPetsSchema } from './route-schemas.js'
 import type { ListPetsQueryType } from './schemas.js'
 import { newPetOf } from './service.js'
-
-/** Sends the outcome now, or once decided: a handler with nothing to wait for returns nothing. */
-function answer(reply: FastifyReply, outcome: Outcome | Promise<Outcome>) {
-  if (!(outcome instanceof Promise)) {
-    sendOutcome(reply, outcome)
-    return undefined
-  }
-  return outcome.then((o) => sendOutcome(reply, o))
-}
 
 /** The caller of an admitted request. */
 function callerOf(request: FastifyRequest): Caller {
@@ -43,8 +34,15 @@ export async function petRoutes(app: FastifyInstance, ops: PetOperations): Promi
       config: { operation: 'listPets' },
       schema: listPetsSchema,
     },
-    (request, reply) =>
-      answer(reply, ops.list(request.query as ListPetsQueryType, callerOf(request))),
+    (request, reply) => {
+      const query = request.query as ListPetsQueryType
+      const caller = callerOf(request)
+      return answerNowOrLater(
+        ops.listNow(query, caller),
+        () => ops.list(query, caller),
+        (outcome) => sendOutcome(reply, outcome),
+      )
+    },
   )
 
   r.post(
@@ -75,7 +73,15 @@ export async function petRoutes(app: FastifyInstance, ops: PetOperations): Promi
       },
       schema: getPetSchema,
     },
-    (request, reply) => answer(reply, ops.get(request.params.petId, callerOf(request))),
+    (request, reply) => {
+      const { petId } = request.params
+      const caller = callerOf(request)
+      return answerNowOrLater(
+        ops.getNow(petId, caller),
+        () => ops.get(petId, caller),
+        (outcome) => sendOutcome(reply, outcome),
+      )
+    },
   )
 
   app.get(

@@ -102,10 +102,9 @@ export interface Store {
   close(): Promise<void>
   /**
    * Numbers that move whenever committed pets, or API keys, may have changed, whoever committed
-   * them: a cached result serves only at its numbers, read after the request came. Given at once
-   * where that is cheap (SQLite), as a promise where it costs a round trip (PostgreSQL).
+   * them: a cached result serves only at its numbers, read after the request came.
    */
-  dataVersion(deadline?: Deadline): DataVersion | Promise<DataVersion>
+  dataVersion(deadline?: Deadline): Promise<DataVersion>
   /** Usage figures for metrics, read at each scrape. */
   stats(): StoreStats
   /** Calls the listener with the size of each group commit. */
@@ -147,13 +146,9 @@ export interface StoreStats {
  * database's unavailability (callers then use nothing cached, and the request's own query
  * reports it). A StorageUnavailableError is returned: the request has its answer (503) at once.
  */
-export function readDataVersion(
-  store: Store,
-  deadline?: Deadline,
-): VersionRead | Promise<VersionRead> {
+export async function readDataVersion(store: Store, deadline?: Deadline): Promise<VersionRead> {
   try {
-    const version = store.dataVersion(deadline)
-    return version instanceof Promise ? version.catch(unreadVersion) : version
+    return await store.dataVersion(deadline)
   } catch (err) {
     return unreadVersion(err)
   }

@@ -13,18 +13,18 @@ const state = (remaining: number, ttlInSeconds: number, isExceeded: boolean): Li
 })
 
 storeIndependent(() => {
-  test('a window opens at the first request, counts down, and a new one opens when it ends', () => {
+  test('a window opens at the first request, counts down, and a new one opens when it ends', async () => {
     let now = 1_000_000
     const count = memoryCounter(new MemoryWindows({ max: 2, windowMs: 10_000 }, () => now))
-    assert.deepEqual(count('a'), state(1, 10, false))
+    assert.deepEqual(await count('a'), state(1, 10, false))
     now += 2_500
-    assert.deepEqual(count('a'), state(0, 8, false))
-    assert.deepEqual(count('a'), state(0, 8, true))
+    assert.deepEqual(await count('a'), state(0, 8, false))
+    assert.deepEqual(await count('a'), state(0, 8, true))
     // Another key has a window of its own.
-    assert.deepEqual(count('b'), state(1, 10, false))
+    assert.deepEqual(await count('b'), state(1, 10, false))
     now += 7_499
-    assert.equal((count('a') as LimitState).isExceeded, true)
+    assert.equal((await count('a')).isExceeded, true)
     now += 1
-    assert.deepEqual(count('a'), state(1, 10, false))
+    assert.deepEqual(await count('a'), state(1, 10, false))
   })
 })

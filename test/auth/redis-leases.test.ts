@@ -20,6 +20,17 @@ async function connected(t: TestContext): Promise<Redis> {
   return redis
 }
 
+/** The names of the commands `redis` sends from now on, as it sends them. */
+function commandsSent(redis: Redis): string[] {
+  const sent: string[] = []
+  const send = redis.sendCommand.bind(redis)
+  redis.sendCommand = (command, stream) => {
+    sent.push(command.name)
+    return send(command, stream)
+  }
+  return sent
+}
+
 /** A counter name no other run uses. */
 const freshName = () => `test:${randomBytes(6).toString('hex')}`
 
@@ -38,22 +49,24 @@ storeIndependent(() => {
     const redis = await connected(t)
     const failures: unknown[] = []
     const limit = { max: 640, windowMs: 60_000 }
-    const leases = new RedisLeases(redis, limit, (e) => failures.push(e))
+    // The leases' own connection, so that the commands it sends can be counted.
+    const client = await connected(t)
+    const sent = commandsSent(client)
+    const leases = new RedisLeases(client, limit, (e) => failures.push(e))
     const name = freshName()
     const key = redisCounterKey(limit, name)
     assert.equal(key, `petstore-rl:640:60000:${name}`)
-    const first = leases.take(name)
-    assert.ok(first instanceof Promise)
-    assert.deepEqual(shape(await first), served(640, 639))
+    assert.deepEqual(shape(await leases.take(name)), served(640, 639))
+    assert.equal(sent.length, 1, `the lease's first grant: ${sent}`)
     assert.equal(await redis.get(key), '10')
-    // Units 2..5 from the lease; the fifth leaves 5, half of it, and renews in the background.
-    for (let n = 2; n <= 5; n++) {
-      const state = leases.take(name)
-      assert.ok(!(state instanceof Promise), `request ${n}`)
-      assert.deepEqual(shape(state), served(640, 640 - n))
+    // Units 2..4 from the lease, with no command sent; the fifth leaves 5, half of it, and renews
+    // in the background.
+    for (let n = 2; n <= 4; n++) {
+      assert.deepEqual(shape(await leases.take(name)), served(640, 640 - n), `request ${n}`)
     }
-    const sixth = leases.take(name)
-    assert.ok(!(sixth instanceof Promise))
+    assert.equal(sent.length, 1, `units from the lease: ${sent}`)
+    assert.deepEqual(shape(await leases.take(name)), served(640, 635))
+    assert.deepEqual(shape(await leases.take(name)), served(640, 634))
     await until('the renewal reaches Redis', async () => (await redis.get(key)) === '20')
     const ttl = await redis.pttl(key)
     assert.ok(ttl > 55_000 && ttl <= 60_000, `PTTL ${ttl}`)
@@ -78,8 +91,9 @@ storeIndependent(() => {
       { max: 5, remaining: 0, isExceeded: true },
     ])
     assert.equal(await redis.get(key), '5')
-    const refused = leases.take(name)
-    assert.ok(!(refused instanceof Promise), 'a spent window is known without asking Redis')
+    const sent = commandsSent(redis)
+    const refused = await leases.take(name)
+    assert.deepEqual(sent, [], 'a spent window is known without asking Redis')
     assert.equal(refused.isExceeded, true)
     assert.ok(refused.ttlInSeconds >= 1 && refused.ttlInSeconds <= 2)
 
@@ -136,13 +150,12 @@ storeIndependent(() => {
     const leases = new RedisLeases(redis, limit, (err) => breaker.trip(err))
     const count = sharedCounter((n) => leases.take(n), new MemoryWindows(limit), breaker)
     const name = freshName()
-    const first = count(name)
-    assert.ok(first instanceof Promise)
-    assert.deepEqual(shape(await first), served(640, 639))
+    const sent = commandsSent(redis)
+    assert.deepEqual(shape(await count(name)), served(640, 639))
     assert.equal(opened.length, 1)
-    // Left alone while the breaker is open: counted in memory at once.
-    const second = count(name)
-    assert.ok(!(second instanceof Promise))
-    assert.deepEqual(shape(second), served(640, 638))
+    assert.equal(sent.length, 1, `the failed grant: ${sent}`)
+    // Left alone while the breaker is open: counted in memory.
+    assert.deepEqual(shape(await count(name)), served(640, 638))
+    assert.equal(sent.length, 1, `nothing sent while the breaker is open: ${sent}`)
   })
 })

@@ -118,13 +118,10 @@ describe(`read caches over ${TEST_STORE}`, () => {
     const a = await testApp(t, {
       wrapStore: (store) =>
         Object.assign(Object.create(store), {
-          // As each store fails: SQLite throws, PostgreSQL's read rejects.
-          dataVersion: () => {
-            if (!failing) return store.dataVersion()
-            const err = new Error('the data version cannot be read')
-            if (TEST_STORE === 'sqlite') throw err
-            return Promise.reject(err)
-          },
+          dataVersion: () =>
+            failing
+              ? Promise.reject(new Error('the data version cannot be read'))
+              : store.dataVersion(),
         }),
     })
     await seedPets(a, 1)

@@ -188,7 +188,7 @@ export class SqliteStore implements domain.Store, domain.SameTurnReads {
   }
 
   /** Read from the WAL index when there is one; otherwise SQLite's data_version and own commits. */
-  dataVersion(): domain.DataVersion {
+  async dataVersion(): Promise<domain.DataVersion> {
     // Throwing makes callers use nothing cached, so nothing is served from a file that is gone.
     this.faults.throwIfFileFault()
     const version = this.version.current()

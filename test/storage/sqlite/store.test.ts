@@ -73,14 +73,14 @@ forStore('sqlite', () => {
     )
     const first = await store.createPet({ name: 'first', categoryId: 1n })
 
-    const v1 = store.dataVersion().pets
+    const v1 = (await store.dataVersion()).pets
     assert.deepEqual(store.petAt(first.id, v1), { id: 1n, name: 'first', categoryId: 1n })
     assert.equal(store.petAt(2n, v1), null)
 
     // A commit by another connection in the same turn: the version moves, and the next read at the
     // new version sees the commit although the turn has not ended.
     insert.run('second')
-    const v2 = store.dataVersion().pets
+    const v2 = (await store.dataVersion()).pets
     assert.notEqual(v2, v1)
     assert.deepEqual(store.petAt(2n, v2), {
       id: 2n,
@@ -91,7 +91,7 @@ forStore('sqlite', () => {
 
     // This store's own commit (the writer thread's connection) moves it too.
     const third = await store.createPet({ name: 'third', categoryId: 3n })
-    const v3 = store.dataVersion().pets
+    const v3 = (await store.dataVersion()).pets
     assert.notEqual(v3, v2)
     assert.deepEqual(store.petAt(third.id, v3), { id: 3n, name: 'third', categoryId: 3n })
 
@@ -102,7 +102,7 @@ forStore('sqlite', () => {
     const [row] = other.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[]
     assert.equal(row!.busy, 0)
     insert.run('fourth')
-    assert.deepEqual(store.petAt(4n, store.dataVersion().pets), {
+    assert.deepEqual(store.petAt(4n, (await store.dataVersion()).pets), {
       id: 4n,
       name: 'fourth',
       categoryId: 2n,

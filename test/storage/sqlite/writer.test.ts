@@ -205,10 +205,10 @@ forStore('sqlite', () => {
       ['seed', () => store.insertPets([{ name: 'seeded', categoryId: 1n }]), undefined],
       ['revoke', () => store.revokeApiKey(key.id, new Date('2026-01-02T00:00:00Z')), true],
     ]
-    let version = store.dataVersion().pets
+    let version = (await store.dataVersion()).pets
     for (const [what, write, expected] of writes) {
       assert.deepEqual(await write(), expected, what)
-      const next = store.dataVersion().pets
+      const next = (await store.dataVersion()).pets
       assert.notEqual(next, version, `${what} moved the data version`)
       version = next
     }
