@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto'
 import { ApiError } from '../errors.js'
 import { clientNetwork } from '../http/address-ranges.js'
+import type { Deadline } from '../storage/deadline.js'
 import type { ApiKeyVerifier, AuthenticatedKey } from './api-keys.js'
 import type { Limit, LimitState, RateCounters } from './rate-counters.js'
 
@@ -75,14 +76,18 @@ export class Admissions {
     }
   }
 
-  /** Admits or refuses a request and counts it. `keysVersion`: the keys part of the data version. */
+  /**
+   * Admits or refuses a request and counts it. `keysVersion`: the keys part of the data version;
+   * `deadline`: the request's, for a key looked up in the store.
+   */
   async admit(
     authorization: string | undefined,
     address: string,
     keysVersion: number | undefined,
+    deadline: Deadline,
   ): Promise<Admission> {
     const token = bearerToken(authorization)
-    const key = token ? await this.o.verifier.verify(token, keysVersion) : null
+    const key = token ? await this.o.verifier.verify(token, keysVersion, deadline) : null
     if (key === null) return this.refuse(token, address)
     return this.counted(key, await this.o.counters.perKey(this.keyCounterName(key.id)))
   }

@@ -1,7 +1,7 @@
 // API keys: how they are made, how they look, and how a presented key is checked.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import type { Clock } from '../clock.js'
-import type { ApiKeyRecord, SameTurnReads, Store } from '../storage/store.js'
+import type { ApiKeyRecord, Deadline, SameTurnReads, Store } from '../storage/store.js'
 
 /**
  * A key reads `pet_<id>_<secret>`: the id finds the record without a table scan, and only the
@@ -78,13 +78,20 @@ export class ApiKeyVerifier {
     }))
   }
 
-  /** `version`: dataVersion().keys as the request began (remembered keys hold only at it). */
-  async verify(presented: string, version?: number): Promise<AuthenticatedKey | null> {
+  /**
+   * `version`: dataVersion().keys as the request began (remembered keys hold only at it);
+   * `deadline`: the request's, which a lookup in the store shares with its other waits.
+   */
+  async verify(
+    presented: string,
+    version?: number,
+    deadline?: Deadline,
+  ): Promise<AuthenticatedKey | null> {
     const known = this.recall(presented, version)
     if (known !== undefined) return known
     const m = KEY_PATTERN.exec(presented)
     if (m) {
-      const record = await this.store.findApiKey(m[1]!)
+      const record = await this.store.findApiKey(m[1]!, deadline)
       // An unknown id costs the same hash and comparison as a wrong secret: the answer's timing
       // does not tell which key ids exist.
       const stored = record?.secretHash ?? UNKNOWN_KEY_HASH

@@ -31,6 +31,7 @@ export function registerAuth(app: FastifyInstance, admissions: Admissions): void
       request.headers.authorization,
       request.ip,
       request.dataVersion?.keys,
+      request.deadline,
     )
     request.apiKey = a.key
     const h = a.headers

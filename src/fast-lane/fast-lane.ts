@@ -107,7 +107,7 @@ export function createFastLane(o: FastLaneOptions): FastLane {
       x.deadline = deadline
       const { authorization } = x.req.headers
       try {
-        o.admissions.admit(authorization, x.origin.ip, version?.keys).then(
+        o.admissions.admit(authorization, x.origin.ip, version?.keys, deadline).then(
           (r) => admitted(x, r, version, body),
           (err) => fail(x, err),
         )

@@ -16,7 +16,6 @@ export {
   type CompletedRequest,
   durationText,
   LOGGED_URL_MAX,
-  loggedUrl,
   requestLine,
 } from './request-line.js'
 

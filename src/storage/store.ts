@@ -92,7 +92,7 @@ export interface Store {
   releaseIdempotencyKey(ref: IdempotencyClaimRef, deadline?: Deadline): Promise<void>
   deleteIdempotencyKeysBefore(cutoff: Date): Promise<number>
   insertApiKey(key: ApiKeyRecord): Promise<void>
-  findApiKey(id: string): Promise<ApiKeyRecord | null>
+  findApiKey(id: string, deadline?: Deadline): Promise<ApiKeyRecord | null>
   listApiKeys(): Promise<ApiKeyRecord[]>
   /** Marks the key revoked; false when no such key exists or it was already revoked. */
   revokeApiKey(id: string, at: Date): Promise<boolean>

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto'
 import { after, type TestContext } from 'node:test'
 import pg from 'pg'
 import { listAllPets, type Pet } from './api.js'
-import type { StartedService } from './process.js'
+import { type StartedService, startService } from './process.js'
 import { ScratchDatabases } from './scratch-databases.js'
 
 export const POSTGRES_ADMIN_URL =
@@ -111,4 +111,83 @@ export async function assertAcknowledgedStored(
   for (const pet of acknowledged) assert.deepEqual(byId.get(pet.id), pet)
   assert.equal(new Set(stored.map((p) => p.name)).size, stored.length, 'a name stored twice')
   assert.deepEqual(await listAllPets(service, key), stored)
+}
+
+/** A session of its own holding a lock until told to let go (again: a no-op). */
+export async function holding(
+  url: string,
+  lock: string,
+): Promise<{ release: () => Promise<void> }> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  await client.query('BEGIN')
+  await client.query(lock)
+  let released: Promise<void> | undefined
+  return {
+    release: () => {
+      released ??= client.query('COMMIT').then(() => client.end())
+      return released
+    },
+  }
+}
+
+/** A database URL whose sessions are tagged, and how long a tagged statement waits for a lock. */
+export interface WatchedSessions {
+  /** `url` with an application_name of its own: hand it to the service. */
+  url: string
+  /** Seconds a tagged statement whose text is LIKE `pattern` has waited for a lock; null: none. */
+  lockWait(pattern: string): Promise<number | null>
+  /** Whether a tagged statement whose text is LIKE `pattern` is running. */
+  running(pattern: string): Promise<boolean>
+}
+
+export async function watchedSessions(t: TestContext, url: string): Promise<WatchedSessions> {
+  const app = `petstore-watched-${randomBytes(4).toString('hex')}`
+  const tagged = new URL(url)
+  tagged.searchParams.set('application_name', app)
+  const admin = new pg.Client({ connectionString: url })
+  await admin.connect()
+  t.after(() => admin.end())
+  return {
+    url: tagged.toString(),
+    lockWait: async (pattern) => {
+      const { rows } = await admin.query<{ waited: number }>(
+        `SELECT extract(epoch FROM clock_timestamp() - query_start)::float8 AS waited
+         FROM pg_stat_activity
+         WHERE application_name = $1 AND query LIKE $2 AND wait_event_type = 'Lock'`,
+        [app, pattern],
+      )
+      return rows[0]?.waited ?? null
+    },
+    running: async (pattern) => {
+      const { rows } = await admin.query(
+        `SELECT 1 FROM pg_stat_activity
+         WHERE application_name = $1 AND query LIKE $2 AND state = 'active'`,
+        [app, pattern],
+      )
+      return rows.length > 0
+    },
+  }
+}
+
+/**
+ * A service on a fresh database, its sessions watched, with PETSTORE_DATABASE_TIMEOUT `timeoutMs`
+ * and the settings in `env`.
+ */
+export async function serviceOnWatchedDatabase(
+  t: TestContext,
+  timeoutMs: number,
+  env: Record<string, string> = {},
+): Promise<{ url: string; sessions: WatchedSessions; service: StartedService }> {
+  const url = await freshPostgresUrl(t)
+  const sessions = await watchedSessions(t, url)
+  const service = await startService(t, {
+    env: {
+      PETSTORE_DATABASE_URL: sessions.url,
+      PETSTORE_DATABASE_TIMEOUT: `${timeoutMs}ms`,
+      PETSTORE_LOG_LEVEL: 'warn',
+      ...env,
+    },
+  })
+  return { url, sessions, service }
 }

@@ -1,6 +1,6 @@
 // The api_keys table on PostgreSQL.
 import * as keyRow from '../api-key-row.js'
-import type { ApiKeyRecord } from '../store.js'
+import type { ApiKeyRecord, Deadline } from '../store.js'
 import type { PooledStatements } from './statements.js'
 
 export class PostgresApiKeys {
@@ -15,11 +15,12 @@ export class PostgresApiKeys {
     )
   }
 
-  async find(id: string): Promise<ApiKeyRecord | null> {
+  async find(id: string, deadline?: Deadline): Promise<ApiKeyRecord | null> {
     const [row] = await this.db.query<keyRow.ApiKeyRow>(
       'find-api-key',
       keyRow.keyLookupSql(`'\\x${'00'.repeat(32)}'::bytea`, '$1::text'),
       [id],
+      deadline,
     )
     return keyRow.foundApiKey(row)
   }

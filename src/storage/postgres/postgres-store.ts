@@ -96,8 +96,8 @@ export class PostgresStore implements domain.Store {
     return this.apiKeys.insert(k)
   }
 
-  findApiKey(id: string): Promise<domain.ApiKeyRecord | null> {
-    return this.apiKeys.find(id)
+  findApiKey(id: string, deadline?: domain.Deadline): Promise<domain.ApiKeyRecord | null> {
+    return this.apiKeys.find(id, deadline)
   }
 
   listApiKeys(): Promise<domain.ApiKeyRecord[]> {
