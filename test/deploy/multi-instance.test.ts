@@ -438,14 +438,44 @@ forStore('postgres', () => {
   const countOf = (replies: Reply[], status: number) =>
     replies.filter((r) => r.status === status).length
 
+  /** What an instance logs as its breaker opens and it counts in its own memory. */
+  const COUNTING_APART = 'rate-limit store (Redis) unreachable'
+
+  /**
+   * Runs `scenario` on three fresh instances with `extra`, once more (three times at most) when it
+   * failed while an instance counted apart because Redis answered a renewal later than its 50 ms
+   * bound, as a loaded machine can make it: exact counts are promised only while Redis answers in
+   * time (the fallback itself is tested in test/auth/redis-limits.test.ts).
+   */
+  async function whileRedisAnswers(
+    t: TestContext,
+    extra: Record<string, string>,
+    scenario: (instances: Instance[], url: string) => Promise<void>,
+  ): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const url = await freshPostgresUrl(t)
+      const instances = await startThree(t, url, extra)
+      try {
+        return await scenario(instances, url)
+      } catch (err) {
+        const apart = instances.some((i) => i.stdout().includes(COUNTING_APART))
+        if (!apart || attempt === 3) throw err
+        t.diagnostic(`attempt ${attempt}: an instance counted apart (Redis answered late)`)
+      }
+    }
+  }
+
   test('a budget driven past through three instances at once is served exactly: leases never overspend', async (t) => {
     assert.equal(LEASE, 10)
-    const url = await freshPostgresUrl(t)
-    const instances = await startThree(t, url, {
+    const extra = {
       PETSTORE_RATE_LIMIT_MAX: String(LEASED_BUDGET),
       PETSTORE_AUTH_FAILURE_LIMIT_MAX: String(LEASED_BUDGET),
       PETSTORE_TRUST_PROXY: 'loopback',
-    })
+    }
+    await whileRedisAnswers(t, extra, (instances, url) => drivenPast(t, instances, url))
+  })
+
+  async function drivenPast(t: TestContext, instances: Instance[], url: string): Promise<void> {
     const origins = instances.map((i) => i.origin)
     const { key, id } = await createKey(url, 'leased')
 
@@ -478,24 +508,25 @@ forStore('postgres', () => {
     assert.equal(countOf(failures, 429), 100)
     for (const r of failures.filter((f) => f.status === 401))
       assert.deepEqual(r.json(), INVALID_TOKEN)
-  })
+  }
 
   test('units an instance holds unspent are refused elsewhere, and served where they are held', async (t) => {
-    const url = await freshPostgresUrl(t)
-    const [a, b, c] = await startThree(t, url, { PETSTORE_RATE_LIMIT_MAX: String(LEASED_BUDGET) })
-    const { key } = await createKey(url, 'quiet-instance')
-    const list = (origin: string) => call(origin, '/v1/pets', key)
+    const extra = { PETSTORE_RATE_LIMIT_MAX: String(LEASED_BUDGET) }
+    await whileRedisAnswers(t, extra, async ([a, b, c], url) => {
+      const { key } = await createKey(url, 'quiet-instance')
+      const list = (origin: string) => call(origin, '/v1/pets', key)
 
-    // C takes one lease and spends one unit of it: too few to renew, so it holds LEASE - 1.
-    assert.equal(remaining(await list(c!.origin)), LEASED_BUDGET - 1)
-    const busy = await drive([a!.origin, b!.origin], LEASED_BUDGET, 20, list)
-    assert.equal(countOf(busy, 200), LEASED_BUDGET - LEASE)
-    assert.equal(countOf(busy, 429), LEASE)
-    const held = await drive([c!.origin], LEASE, 1, list)
-    assert.deepEqual(
-      held.map((r) => r.status),
-      [...Array(LEASE - 1).fill(200), 429],
-    )
+      // C takes one lease and spends one unit of it: too few to renew, so it holds LEASE - 1.
+      assert.equal(remaining(await list(c!.origin)), LEASED_BUDGET - 1)
+      const busy = await drive([a!.origin, b!.origin], LEASED_BUDGET, 20, list)
+      assert.equal(countOf(busy, 200), LEASED_BUDGET - LEASE)
+      assert.equal(countOf(busy, 429), LEASE)
+      const held = await drive([c!.origin], LEASE, 1, list)
+      assert.deepEqual(
+        held.map((r) => r.status),
+        [...Array(LEASE - 1).fill(200), 429],
+      )
+    })
   })
 
   /** A TCP proxy of the test's own in front of Redis, which the test can cut and restore. */
