@@ -569,7 +569,7 @@ forStore('postgres', () => {
       PETSTORE_REDIS_URL: proxy.url(),
       PETSTORE_LOG_LEVEL: 'info',
     })
-    const { key } = await createKey(url, 'outage')
+    const { key, id } = await createKey(url, 'outage')
     const list = (i: number) => call(instances[i]!.origin, '/v1/pets', key)
 
     assert.equal(remaining(await list(0)), 1)
@@ -594,24 +594,32 @@ forStore('postgres', () => {
     }
 
     // Back: once a probe has answered (a probe is sent off a request), the counter kept in Redis
-    // (one request so far) applies again. A's own window is spent, so its 200 comes from Redis;
-    // then the shared budget is spent for B and C too.
+    // applies again. A's first request reserved one unit, and its lease's renewal, sent at once in
+    // the background, may have reached Redis just before the cut with its answer lost: then the
+    // second unit is reserved too, its outcome unknown to A, and never served by anyone.
     await proxy.restore()
+    const redis = new Redis(REDIS_URL)
+    t.after(() => redis.quit())
+    const reserved = await redis.get(`petstore-rl:2:60000:default:${id}`)
     const BACK = /"msg":"rate-limit store \(Redis\) reachable again: limits are shared"/
-    let res!: Reply
-    await until('a list is let through again', async () => {
-      res = await list(0)
-      return res.status !== 429
-    })
-    assert.equal(res.status, 200)
-    assert.equal(remaining(res), 0)
-    for (const i of [1, 2]) {
+    if (reserved === '1') {
+      // A's own window is spent, so its 200 comes from Redis; then the budget is spent for all.
+      let res!: Reply
+      await until('a list is let through again', async () => {
+        res = await list(0)
+        return res.status !== 429
+      })
+      assert.equal(res.status, 200)
+      assert.equal(remaining(res), 0)
+    } else {
+      assert.equal(reserved, '2', 'reserved in Redis: one request, and at most one lost renewal')
+    }
+    for (const i of [0, 1, 2]) {
       await until(`instance ${i} shares the limits again`, async () => {
         assert.equal((await list(i)).status, 429)
         return BACK.test(instances[i]!.stdout())
       })
     }
     for (const i of [0, 1, 2]) assert.equal((await list(i)).status, 429)
-    await instances[0]!.waitFor(BACK)
   })
 })
