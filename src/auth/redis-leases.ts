@@ -97,23 +97,6 @@ export class RedisLeases {
    */
   async take(name: string): Promise<LimitState> {
     const now = Date.now()
-    const lease = this.current(name, now)
-    if (lease.left > 0 && lease.waiters.length === 0) {
-      lease.left--
-      if (lease.left <= this.size >> 1 && !lease.exhausted && !lease.renewing) {
-        this.renew(name, lease)
-      }
-      return this.served(lease, now)
-    }
-    if (lease.exhausted) return this.refused(lease, now)
-    return new Promise((resolve, reject) => {
-      lease.waiters.push({ resolve, reject })
-      if (!lease.renewing) this.renew(name, lease)
-    })
-  }
-
-  /** The counter's lease in its current window; an empty one when its window has ended. */
-  private current(name: string, now: number): Lease {
     let lease = this.leases.get(name)
     if (lease === undefined || lease.endsAt <= now) {
       lease = {
@@ -126,7 +109,18 @@ export class RedisLeases {
       }
       this.leases.set(name, lease)
     }
-    return lease
+    if (lease.left > 0 && lease.waiters.length === 0) {
+      lease.left--
+      if (lease.left <= this.size >> 1 && !lease.exhausted && !lease.renewing) {
+        this.renew(name, lease)
+      }
+      return this.served(lease, now)
+    }
+    if (lease.exhausted) return this.refused(lease, now)
+    return new Promise((resolve, reject) => {
+      lease.waiters.push({ resolve, reject })
+      if (!lease.renewing) this.renew(name, lease)
+    })
   }
 
   private renew(name: string, lease: Lease): void {

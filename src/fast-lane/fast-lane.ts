@@ -15,7 +15,7 @@ import type { CompletedRequest } from '../http/request-line.js'
 import { requestLineWriter } from '../http/request-log.js'
 import type { Turn, VersionThen } from '../http/turn.js'
 import type { Metrics } from '../observability/metrics.js'
-import { answerNowOrLater, type Caller, type PetOperations } from '../pets/operations.js'
+import type { Caller, PetOperations } from '../pets/operations.js'
 import { NewPet, type NewPetBody } from '../pets/schemas.js'
 import { newPetOf } from '../pets/service.js'
 import type { DataVersion, Deadline, NewPet as NewPetRecord } from '../storage/store.js'
@@ -69,22 +69,23 @@ export function createFastLane(o: FastLaneOptions): FastLane {
   }
   const fail = (x: Exchange, err: unknown) =>
     respond(x, errorOutcome(err, o.logger.child({ requestId: x.id })))
-  const settle = (x: Exchange, now: Outcome | undefined, later: () => Promise<Outcome>) =>
-    answerNowOrLater(now, later, (r) => respond(x, r))?.catch((err) => fail(x, err))
+  const settle = (x: Exchange, later: Promise<void> | undefined) =>
+    later?.catch((err) => fail(x, err))
 
   const operate = (x: Exchange, caller: Caller, body: Buffer | undefined) => {
     const { taken } = x
     const ops = o.operations
+    const send = (outcome: Outcome) => respond(x, outcome)
     if (taken.operation === 'listPets') {
       const { query } = taken
-      settle(x, ops.listNow(query, caller), () => ops.list(query, caller))
+      settle(x, ops.answerList(query, caller, send))
     } else if (taken.operation === 'getPet') {
       ops.getPetCalled(caller)
       const { petId } = taken
-      settle(x, ops.getNow(petId, caller), () => ops.get(petId, caller))
+      settle(x, ops.answerGet(petId, caller, send))
     } else {
       const pet = newPetOfBody(body!)
-      settle(x, undefined, () => ops.create(pet, caller))
+      settle(x, ops.create(pet, caller).then(send))
     }
   }
   const admitted = (x: Exchange, a: Admission, version: DataVersion | undefined, body?: Buffer) => {

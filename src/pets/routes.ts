@@ -3,12 +3,12 @@
 // request has waited for the end of its event-loop turn, where one data-version read serves the
 // turn's requests (the `waitForTurnVersion` hook, src/http/root-hooks.ts): the caller's `version`
 // and `deadline` come from there; its answer goes out with the turn's others (`writeWithTurn`).
-// A read answered from memory is sent without a promise (answerNowOrLater, operations.ts).
+// A read answered from memory is sent without a promise (answerList/answerGet, operations.ts).
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { authenticatedKey } from '../auth/authenticate.js'
 import { sendOutcome } from '../http/error-handling.js'
-import { answerNowOrLater, type Caller, type PetOperations } from './operations.js'
+import type { Caller, PetOperations } from './operations.js'
 import { createPetSchema, getPetSchema, listOrdersSchema, listPetsSchema } from './route-schemas.js'
 import type { ListPetsQueryType } from './schemas.js'
 import { newPetOf } from './service.js'
@@ -37,11 +37,7 @@ export async function petRoutes(app: FastifyInstance, ops: PetOperations): Promi
     (request, reply) => {
       const query = request.query as ListPetsQueryType
       const caller = callerOf(request)
-      return answerNowOrLater(
-        ops.listNow(query, caller),
-        () => ops.list(query, caller),
-        (outcome) => sendOutcome(reply, outcome),
-      )
+      return ops.answerList(query, caller, (outcome) => sendOutcome(reply, outcome))
     },
   )
 
@@ -76,11 +72,7 @@ export async function petRoutes(app: FastifyInstance, ops: PetOperations): Promi
     (request, reply) => {
       const { petId } = request.params
       const caller = callerOf(request)
-      return answerNowOrLater(
-        ops.getNow(petId, caller),
-        () => ops.get(petId, caller),
-        (outcome) => sendOutcome(reply, outcome),
-      )
+      return ops.answerGet(petId, caller, (outcome) => sendOutcome(reply, outcome))
     },
   )
 
