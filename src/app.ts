@@ -1,5 +1,5 @@
 // Builds the HTTP application from its dependencies: one core (admission, the pet operations, the
-// envelope) behind two doors, Fastify's routes and the fast lane. Listening is left to the caller,
+// replies) behind Fastify's routes and the fast lane. Listening is left to the caller,
 // so tests build a fresh app per test and drive it in-process.
 import type { IncomingMessage } from 'node:http'
 import type { Http2SecureServer, Http2ServerRequest } from 'node:http2'
@@ -19,20 +19,20 @@ import { type Clock, systemClock } from './clock.js'
 import type { Config } from './config.js'
 import { ApiError } from './errors.js'
 import { createFastLane, type FastLane } from './fast-lane/fast-lane.js'
-import { requestRules } from './fast-lane/requests.js'
+import { laneRouter } from './fast-lane/router.js'
 import { registerCors } from './http/cors.js'
 import { docsPage } from './http/docs-page.js'
 import { continueWhenRead, holdContinue } from './http/early-answer.js'
 import { unsupportedContentEncoding } from './http/edge.js'
-import { Envelope, errorOutcome } from './http/envelope.js'
 import { handleClientError, registerErrorHandling, sendOutcome } from './http/error-handling.js'
 import { createOriginOf, registerForwarding } from './http/forwarded.js'
-import { frontDoor } from './http/front-door.js'
 import { healthRoutes } from './http/health.js'
 import { enforceHttp2Limits, Http2Bodies } from './http/http2-limits.js'
+import { indexRoute } from './http/index-route.js'
 import { isAcceptedJsonCharset, parseJsonBody } from './http/json-body.js'
 import { serverWithLane } from './http/lane-server.js'
 import { openApiOptions, registerOpenApi } from './http/openapi.js'
+import { CommonHeaders, errorOutcome } from './http/replies.js'
 import { requestId } from './http/request-id.js'
 import { RequestLogController } from './http/request-log.js'
 import { registerRootHooks } from './http/root-hooks.js'
@@ -83,7 +83,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   if (config.rateLimitStore === 'redis' && !deps.redis) {
     throw new Error('rateLimitStore is redis but no Redis client was given to buildApp')
   }
-  const envelope = new Envelope({
+  const commonHeaders = new CommonHeaders({
     transport: transportHeaders(deps.tls, config.hstsMaxAgeSeconds),
     deprecation: deprecationHeaders(config.deprecatedAt),
   })
@@ -93,14 +93,14 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   // HTTP/2 requests take other objects.
   const laneOn = config.hotPath && !deps.tls?.http2
   let lane: FastLane | null = null
-  const app = createFastify(deps, envelope, laneOn ? () => lane : null)
+  const app = createFastify(deps, commonHeaders, laneOn ? () => lane : null)
   const originOf = createOriginOf(config.trustProxy)
   registerForwarding(app, originOf)
   const compileValidator = registerBodies(app, enforceLimits(app, deps.tls, limitsOf(config)))
   registerErrorHandling(app, { isDraining })
   const turn = new Turn(store, config.databaseTimeoutMs)
   const { requestTimeoutMs } = config
-  registerRootHooks(app, { envelope, isDraining, turn, metrics, requestTimeoutMs })
+  registerRootHooks(app, { commonHeaders, isDraining, turn, metrics, requestTimeoutMs })
   await registerCors(app, config.corsOrigins)
   const perKey = { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs }
   const perAddress = { max: config.authFailureLimitMax, windowMs: config.authFailureWindowMs }
@@ -118,7 +118,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   registerAuth(app, admissions)
   await registerOpenApi(app, openApiOptions(config))
   await app.register(docsPage, { specUrl: '/v1/openapi.json' })
-  await app.register(frontDoor, { docsUrl: '/docs', specUrl: '/v1/openapi.json' })
+  await app.register(indexRoute, { docsUrl: '/docs', specUrl: '/v1/openapi.json' })
 
   const service = new PetService(store, clock)
   const deprecatedCalls = new DeprecatedCallCounter(clock, config.deprecatedCallLogIntervalMs)
@@ -136,7 +136,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await app.register(petRoutes, operations)
   if (laneOn) {
     lane = createFastLane({
-      takes: requestRules({
+      route: laneRouter({
         compileValidator,
         bodyLimit: BODY_LIMIT_BYTES,
         isDraining,
@@ -144,7 +144,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       }),
       admissions,
       operations,
-      envelope,
+      commonHeaders,
       compileValidator,
       turn,
       logger: app.log,
@@ -167,7 +167,7 @@ function limitsOf(config: Config): TransportLimits {
 /** Fastify with the service's options; `lane` (when given) is offered each HTTP/1 request first. */
 function createFastify(
   deps: AppDependencies,
-  envelope: Envelope,
+  commonHeaders: CommonHeaders,
   lane: (() => FastLane | null) | null,
 ): FastifyInstance {
   const { config } = deps
@@ -194,14 +194,19 @@ function createFastify(
     // arrive on open connections are served instead (storage closes only after they finish).
     return503OnClosing: false,
     clientErrorHandler: (error, socket) =>
-      handleClientError(error, socket, envelope, (s) => answeredEarly.get(s)?.complete === false),
+      handleClientError(
+        error,
+        socket,
+        commonHeaders,
+        (s) => answeredEarly.get(s)?.complete === false,
+      ),
     frameworkErrors: (_error, request, reply) => {
-      // Before any hook ran: the envelope's headers are set here. The framework's message repeats
+      // Before any hook ran: the common headers are set here. The framework's message repeats
       // the whole URL, at any length: say what is wrong instead.
       const error = new ApiError('invalid_request', 'the request URL is malformed')
       sendOutcome(reply as FastifyReply, {
         ...errorOutcome(error, request.log),
-        headers: envelope.headers(request.id),
+        headers: commonHeaders.headers(request.id),
       })
     },
     ...tlsServerOptions(deps.tls, serverOptions, limits),

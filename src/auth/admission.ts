@@ -1,4 +1,4 @@
-// Who may call the API and how often, decided once for both doors: the key check, the per-key
+// Who may call the API and how often, decided once for the routes and the fast lane: the key check, the per-key
 // budget and the failed-authentication budget per client network.
 import { createHash } from 'node:crypto'
 import { ApiError } from '../errors.js'

@@ -1,15 +1,15 @@
-// The fast lane: a second door to the same core, on node:http ahead of Fastify's router, for the
-// three hot operations. It takes a request only when its request line and headers are the plainest
-// form (requests.ts), before anything has an effect; from then on it answers it whatever the
-// outcome, through the same admission, operations and envelope as the routes. Why a second door:
+// The fast lane: a second way into the same core, on node:http ahead of Fastify's router, for the
+// three hot operations. It routes a request only when its request line and headers are the
+// plainest form (router.ts), before anything has an effect; from then on it answers it whatever the
+// outcome, through the same admission, operations and replies as the routes. Why a second way in:
 // Fastify's request objects, hooks and router cost more than a cached answer (docs/performance.md).
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { FastifyBaseLogger, FastifySchemaCompiler } from 'fastify'
 import type { Admission, Admissions } from '../auth/admission.js'
-import type { Envelope, Outcome } from '../http/envelope.js'
-import { errorOutcome, JSON_CONTENT_TYPE, setHeader } from '../http/envelope.js'
 import type { OriginOf, RequestOrigin } from '../http/forwarded.js'
 import { parseJsonBody } from '../http/json-body.js'
+import type { CommonHeaders, Outcome } from '../http/replies.js'
+import { errorOutcome, JSON_CONTENT_TYPE, setHeader } from '../http/replies.js'
 import { requestId } from '../http/request-id.js'
 import type { CompletedRequest } from '../http/request-line.js'
 import { requestLineWriter } from '../http/request-log.js'
@@ -19,17 +19,17 @@ import type { Caller, PetOperations } from '../pets/operations.js'
 import { NewPet, type NewPetBody } from '../pets/schemas.js'
 import { newPetOf } from '../pets/service.js'
 import type { DataVersion, Deadline, NewPet as NewPetRecord } from '../storage/store.js'
-import type { Taken } from './requests.js'
+import type { LaneRoute } from './router.js'
 
 /** Takes the request and returns true, or returns false having done nothing at all. */
 export type FastLane = (req: IncomingMessage, res: ServerResponse) => boolean
 
 export interface FastLaneOptions {
-  /** Which requests the lane takes (requestRules). */
-  takes: (req: IncomingMessage) => Taken | null
+  /** The lane's route of a request, or null for Fastify's (laneRouter). */
+  route: (req: IncomingMessage) => LaneRoute | null
   admissions: Admissions
   operations: PetOperations
-  envelope: Envelope
+  commonHeaders: CommonHeaders
   /** The app's validator compiler: a create's body is checked by the route's own validator. */
   compileValidator: FastifySchemaCompiler<unknown>
   /** The turn shared with the routes: one version read, answers written together. */
@@ -41,16 +41,16 @@ export interface FastLaneOptions {
   originOf: OriginOf
 }
 
-/** A request taken by the lane, on its way to its answer. */
+/** A request the lane routed, on its way to its answer. */
 interface Exchange {
   req: IncomingMessage
   res: ServerResponse
-  taken: Taken
+  route: LaneRoute
   /** performance.now() as the lane took it. */
   started: number
   id: string
   origin: RequestOrigin
-  /** The answer's headers so far, in the routes' order: the envelope's, then admission's. */
+  /** The answer's headers so far, in the routes' order: the common headers, then admission's. */
   headers: string[]
   keyName: string | undefined
   /** By when the database must have answered, from the turn (src/http/turn.ts). */
@@ -73,15 +73,15 @@ export function createFastLane(o: FastLaneOptions): FastLane {
     later?.catch((err) => fail(x, err))
 
   const operate = (x: Exchange, caller: Caller, body: Buffer | undefined) => {
-    const { taken } = x
+    const { route } = x
     const ops = o.operations
     const send = (outcome: Outcome) => respond(x, outcome)
-    if (taken.operation === 'listPets') {
-      const { query } = taken
+    if (route.operation === 'listPets') {
+      const { query } = route
       settle(x, ops.answerList(query, caller, send))
-    } else if (taken.operation === 'getPet') {
+    } else if (route.operation === 'getPet') {
       ops.getPetCalled(caller)
-      const { petId } = taken
+      const { petId } = route
       settle(x, ops.answerGet(petId, caller, send))
     } else {
       const pet = newPetOfBody(body!)
@@ -118,29 +118,29 @@ export function createFastLane(o: FastLaneOptions): FastLane {
     }
 
   return (req, res) => {
-    const taken = o.takes(req)
-    if (taken === null) return false
-    const x = exchange(o, req, res, taken)
-    if (taken.operation !== 'createPet') turn.withVersion(serve(x))
+    const route = o.route(req)
+    if (route === null) return false
+    const x = exchange(o, req, res, route)
+    if (route.operation !== 'createPet') turn.withVersion(serve(x))
     else readBody(req, (body) => turn.withVersion(serve(x, body)))
     return true
   }
 }
 
-/** A taken request with the headers the routes' hooks would have set before admission. */
+/** A routed request with the headers the routes' hooks would have set before admission. */
 function exchange(
   o: FastLaneOptions,
   req: IncomingMessage,
   res: ServerResponse,
-  taken: Taken,
+  route: LaneRoute,
 ): Exchange {
   const id = requestId(req)
-  const headers = o.envelope.headers(id, taken.operation === 'getPet')
+  const headers = o.commonHeaders.headers(id, route.operation === 'getPet')
   if (o.varyOrigin) headers.push('vary', 'Origin')
   return {
     req,
     res,
-    taken,
+    route,
     started: performance.now(),
     id,
     origin: o.originOf(req),
@@ -192,7 +192,7 @@ function answerWriter(o: FastLaneOptions) {
       x.res.end(body)
       const elapsedMs = performance.now() - x.started
       const method = x.req.method!
-      const operation = x.taken.operation
+      const operation = x.route.operation
       o.metrics.requestCompleted({ operation, method, status }, elapsedMs / 1000)
       o.metrics.hotPathAnswered()
       const line: CompletedRequest = {

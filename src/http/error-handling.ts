@@ -1,8 +1,8 @@
-// The routes' errors and the body parser's: every one answered through the envelope.
+// The routes' errors and the body parser's: every one answered as src/http/replies.ts writes errors.
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify'
 import { ApiError } from '../errors.js'
-import { type Envelope, errorOutcome, JSON_CONTENT_TYPE, type Outcome } from './envelope.js'
+import { type CommonHeaders, errorOutcome, JSON_CONTENT_TYPE, type Outcome } from './replies.js'
 import { shownPath } from './request-target.js'
 
 /** Sends an outcome through Fastify, over the headers the hooks set. */
@@ -77,7 +77,7 @@ export const CLIENT_ERROR_MESSAGES: Record<number, string> = {
 export function handleClientError(
   error: Error & { code?: string },
   socket: Socket,
-  envelope: Envelope,
+  commonHeaders: CommonHeaders,
   answered: (socket: Socket) => boolean = () => false,
 ): void {
   if (
@@ -90,5 +90,5 @@ export function handleClientError(
     return
   }
   const status = CLIENT_ERROR_STATUS[error.code ?? ''] ?? 400
-  socket.end(envelope.clientError(status, CLIENT_ERROR_MESSAGES[status]!))
+  socket.end(commonHeaders.clientError(status, CLIENT_ERROR_MESSAGES[status]!))
 }

@@ -1,16 +1,16 @@
-// The routes' first and last hooks: the envelope's headers on every response, the edge rules,
+// The routes' first and last hooks: the common headers on every response, the edge rules,
 // the wait for the turn's data version (read once per turn, as the fast lane reads it), the
 // answer written with the turn's others, and the request's figures.
 import type { FastifyInstance } from 'fastify'
 import type { Metrics } from '../observability/metrics.js'
 import { answering } from './early-answer.js'
 import { edgeViolation } from './edge.js'
-import type { Envelope } from './envelope.js'
+import type { CommonHeaders } from './replies.js'
 import { closeConnectionAfterResponse } from './tls.js'
 import type { Turn } from './turn.js'
 
 export interface RootHooksOptions {
-  envelope: Envelope
+  commonHeaders: CommonHeaders
   isDraining: () => boolean
   turn: Turn
   metrics: Metrics
@@ -23,7 +23,7 @@ export function registerRootHooks(app: FastifyInstance, o: RootHooksOptions): vo
   app.decorateRequest('deadline', 0)
   app.addHook('onRequest', (request, reply, done) => {
     const config = request.routeOptions.config
-    const h = o.envelope.headers(request.id, config.deprecated === true)
+    const h = o.commonHeaders.headers(request.id, config.deprecated === true)
     for (let i = 0; i < h.length; i += 2) reply.header(h[i]!, h[i + 1])
     // While draining, each keep-alive connection serves one more request and then closes, so
     // clients reconnect to another instance instead of racing the listener's close.

@@ -4,7 +4,7 @@ import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Registry } from 'prom-client'
 import type { ErrorCode } from '../errors.js'
-import { plainErrorOutcome } from '../http/envelope.js'
+import { plainErrorOutcome } from '../http/replies.js'
 
 export interface MetricsServer {
   /** Where to scrape, e.g. `http://127.0.0.1:9464/metrics`. */

@@ -1,10 +1,10 @@
-// The pet operations as the API answers them, whichever door a request came through: from a
+// The pet operations as the API answers them, through the routes or the fast lane: from a
 // parsed request to its outcome (status, the operation's own headers, the body's JSON text).
-// Errors are thrown as ApiError (or a store's error), for the door to answer through the envelope.
+// Errors are thrown as ApiError (or a store's error), for the route to answer (replies.ts).
 import type { AuthenticatedKey } from '../auth/api-keys.js'
 import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
-import type { Outcome } from '../http/envelope.js'
+import type { Outcome } from '../http/replies.js'
 import { compileSerializer } from '../http/serialization.js'
 import type {
   DataVersion,

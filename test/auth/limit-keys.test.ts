@@ -1,5 +1,5 @@
 // What the rate limits count together. Failed authentications: an IPv4 address (an IPv4-mapped
-// one too) or the /64 of an IPv6 address, in any spelling, through both doors, in memory and in
+// one too) or the /64 of an IPv6 address, in any spelling, through the lane and the routes, in memory and in
 // Redis. Counters in Redis: named by budget and window, so instances with other settings (a
 // rolling change of them) count apart, each exactly, and instances with the same ones share.
 import assert from 'node:assert/strict'
@@ -13,7 +13,7 @@ import { manualClock } from '../../src/clock.js'
 import { type Config, configWith } from '../../src/config.js'
 import { clientNetwork } from '../../src/http/address-ranges.js'
 import { openTestStore, tempDir, testApp } from '../support/app.js'
-import { type Door, hotAnswers, twoDoors } from '../support/doors.js'
+import { hotAnswers, laneAndRoutes, type ServedApp } from '../support/lane-and-routes.js'
 import { exchange, rawRequest } from '../support/raw-http.js'
 import { startOwnRedis } from '../support/redis-server.js'
 import { storeIndependent } from '../support/stores.js'
@@ -166,9 +166,9 @@ storeIndependent(() => {
 // ---------------------------------------------------------------------------------------------
 // Through HTTP
 
-const failedFrom = async (door: Door, forwardedFor: string): Promise<number> => {
+const failedFrom = async (served: ServedApp, forwardedFor: string): Promise<number> => {
   const x = await exchange(
-    door.port,
+    served.port,
     rawRequest('GET', '/v1/pets', [
       ['Host', 'svc.test'],
       ['Authorization', WRONG_KEY],
@@ -180,11 +180,11 @@ const failedFrom = async (door: Door, forwardedFor: string): Promise<number> => 
 }
 
 describe('the failed-authentication limit counts networks', () => {
-  test('addresses rotated within one IPv6 /64 are refused after the budget, through both doors', async (t) => {
-    const doors = await twoDoors(t, { trustProxy: ['loopback'], authFailureLimitMax: 3 })
-    for (const [name, door] of [
-      ['fast lane', doors.hot],
-      ['routes', doors.plain],
+  test('addresses rotated within one IPv6 /64 are refused after the budget, through the lane and the routes', async (t) => {
+    const both = await laneAndRoutes(t, { trustProxy: ['loopback'], authFailureLimitMax: 3 })
+    for (const [name, served] of [
+      ['fast lane', both.hot],
+      ['routes', both.plain],
     ] as const) {
       const rotated = [
         '2001:db8:1:2::1',
@@ -194,21 +194,21 @@ describe('the failed-authentication limit counts networks', () => {
         '2001:db8:1:2:8000::',
       ]
       const statuses = []
-      for (const address of rotated) statuses.push(await failedFrom(door, address))
+      for (const address of rotated) statuses.push(await failedFrom(served, address))
       assert.deepEqual(statuses, [401, 401, 401, 429, 429], name)
       // The next /64 is another network, with a budget of its own.
-      assert.equal(await failedFrom(door, '2001:db8:1:3::1'), 401, name)
+      assert.equal(await failedFrom(served, '2001:db8:1:3::1'), 401, name)
       // An IPv4 address and its IPv4-mapped spellings are one client.
       const mapped = []
       for (const address of ['198.51.100.9', '::ffff:198.51.100.9', '::FFFF:c633:6409']) {
-        mapped.push(await failedFrom(door, address))
+        mapped.push(await failedFrom(served, address))
       }
-      mapped.push(await failedFrom(door, '198.51.100.9'))
+      mapped.push(await failedFrom(served, '198.51.100.9'))
       assert.deepEqual(mapped, [401, 401, 401, 429], name)
     }
     // The lane answered every request sent to it: its admission counted them, not the routes'.
-    assert.equal(await hotAnswers(doors.hot), 10)
-    assert.equal(await hotAnswers(doors.plain), 0)
+    assert.equal(await hotAnswers(both.hot), 10)
+    assert.equal(await hotAnswers(both.plain), 0)
   })
 
   test('the socket address is counted by its network too, link-local ones per link', async (t) => {

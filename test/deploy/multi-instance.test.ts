@@ -134,7 +134,7 @@ function nextPath(link: string | null): string | null {
 
 const byId = (a: Pet, b: Pet) => a.id - b.id
 
-/** The two doors an instance answers a read through, each with its caches. */
+/** The two paths an instance answers a read through, each with its caches. */
 const PIPELINES: { name: string; env: Record<string, string> }[] = [
   { name: 'fast lane', env: {} },
   { name: 'routes', env: { PETSTORE_HOT_PATH: 'false' } },

@@ -7,7 +7,12 @@ import assert from 'node:assert/strict'
 import { request } from 'node:http'
 import { describe, type TestContext, test } from 'node:test'
 import type { Config } from '../../src/config.js'
-import { type Door, type Doors, hotAnswers, twoDoors } from '../support/doors.js'
+import {
+  hotAnswers,
+  type LaneAndRoutes,
+  laneAndRoutes,
+  type ServedApp,
+} from '../support/lane-and-routes.js'
 import { exchange, rawRequest } from '../support/raw-http.js'
 import { forStore } from '../support/stores.js'
 
@@ -20,9 +25,9 @@ interface Answer {
 
 const ORIGIN = 'https://app.example.com'
 
-/** Both doors, every deprecated call logged so that each request's lines can be compared. */
-function pair(t: TestContext, config: Partial<Config> = {}): Promise<Doors> {
-  return twoDoors(t, { corsOrigins: [ORIGIN], deprecatedCallLogIntervalMs: 0, ...config })
+/** The lane and the routes, every deprecated call logged so that each request's lines can be compared. */
+function pair(t: TestContext, config: Partial<Config> = {}): Promise<LaneAndRoutes> {
+  return laneAndRoutes(t, { corsOrigins: [ORIGIN], deprecatedCallLogIntervalMs: 0, ...config })
 }
 
 function send(
@@ -94,7 +99,7 @@ async function pipelined(
 }
 
 /** The request's log lines without what differs between two processes' runs of it. */
-function logged(s: Door, from: number): unknown[] {
+function logged(s: ServedApp, from: number): unknown[] {
   return s.logs.slice(from).map((line) => {
     const { time: _t, pid: _p, hostname: _h, durationMs, ...rest } = JSON.parse(line)
     assert.equal(typeof durationMs === 'number' || durationMs === undefined, true)
@@ -119,7 +124,7 @@ interface Case {
  * asserts the three answers and their log lines are the same, and that the hot app's second
  * answer came from the lane exactly when `c.hot` says so. Returns the plain app's answer.
  */
-async function same(p: Doors, c: Case): Promise<Answer> {
+async function same(p: LaneAndRoutes, c: Case): Promise<Answer> {
   const method = c.method ?? 'GET'
   const headers = {
     authorization: `Bearer ${p.key}`,
@@ -183,7 +188,7 @@ function sendCreate(port: number, c: CreateCase, headers: Record<string, string>
  * current data version first (a list request), and asserts both answers and their log lines are
  * the same but for the new id, and that the lane answered exactly when `c.hot` says so.
  */
-async function sameCreate(p: Doors, c: CreateCase): Promise<Answer> {
+async function sameCreate(p: LaneAndRoutes, c: CreateCase): Promise<Answer> {
   const headers: Record<string, string> = {
     authorization: `Bearer ${p.key}`,
     'x-request-id': 'req-1',
@@ -211,7 +216,7 @@ async function sameCreate(p: Doors, c: CreateCase): Promise<Answer> {
   return expected
 }
 
-async function seed(p: Doors, n: number): Promise<void> {
+async function seed(p: LaneAndRoutes, n: number): Promise<void> {
   const statuses = ['available', 'pending', 'sold', undefined]
   for (let i = 0; i < n; i++) {
     const status = statuses[i % statuses.length]
@@ -225,7 +230,7 @@ async function seed(p: Doors, n: number): Promise<void> {
 }
 
 /** Creates a pet through the app without the lane; returns its 201. */
-async function createOnPlain(p: Doors, body: string): Promise<Answer> {
+async function createOnPlain(p: LaneAndRoutes, body: string): Promise<Answer> {
   const res = await send(
     p.plain.port,
     'POST',

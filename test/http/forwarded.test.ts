@@ -1,6 +1,6 @@
 // PETSTORE_TRUST_PROXY on real sockets (the peer is 127.0.0.1): which X-Forwarded-For entry is
 // the client, read from the right while hops are trusted; X-Forwarded-Proto and -Host read at the
-// same hop; a non-address entry never taken; the same answers from both doors.
+// same hop; a non-address entry never taken; the same answers from the lane and the routes.
 import assert from 'node:assert/strict'
 import { isIP } from 'node:net'
 import { describe, type TestContext, test } from 'node:test'
@@ -8,7 +8,12 @@ import fc from 'fast-check'
 import type { FastifyInstance } from 'fastify'
 import { type Config, ConfigError, loadConfig, settings } from '../../src/config.js'
 import { isAuthority } from '../../src/http/authority.js'
-import { completedLines, type Door, hotAnswers, twoDoors } from '../support/doors.js'
+import {
+  completedLines,
+  hotAnswers,
+  laneAndRoutes,
+  type ServedApp,
+} from '../support/lane-and-routes.js'
 import { exchange, header, type RawAnswer, rawRequest } from '../support/raw-http.js'
 import { storeIndependent } from '../support/stores.js'
 import { until } from '../support/wait.js'
@@ -36,15 +41,15 @@ async function ask(port: number, target: string, headers: [string, string][]): P
   return x.answers[0]!
 }
 
-async function seen(door: Door, headers: [string, string][]): Promise<Seen> {
-  const answer = await ask(door.port, '/whoami', headers)
+async function seen(served: ServedApp, headers: [string, string][]): Promise<Seen> {
+  const answer = await ask(served.port, '/whoami', headers)
   assert.equal(answer.status, 200, answer.body)
   return JSON.parse(answer.body) as Seen
 }
 
-/** The door's `request completed` line of the request with this X-Request-Id, once written. */
-async function loggedLine(door: Door, requestId: string): Promise<Record<string, unknown>> {
-  const line = () => completedLines(door).find((l) => l.requestId === requestId)
+/** The app's `request completed` line of the request with this X-Request-Id, once written. */
+async function loggedLine(served: ServedApp, requestId: string): Promise<Record<string, unknown>> {
+  const line = () => completedLines(served).find((l) => l.requestId === requestId)
   await until(`the log line of ${requestId}`, () => line() !== undefined, 5000)
   return line()!
 }
@@ -53,10 +58,10 @@ const xff = (value: string): [string, string] => ['X-Forwarded-For', value]
 const proto = (value: string): [string, string] => ['X-Forwarded-Proto', value]
 const fwdHost = (value: string): [string, string] => ['X-Forwarded-Host', value]
 
-/** Sends each case to the door's /whoami and asserts what Fastify's request says. */
-async function assertSeen(door: Door, cases: [[string, string][], Seen][]): Promise<void> {
+/** Sends each case to the app's /whoami and asserts what Fastify's request says. */
+async function assertSeen(served: ServedApp, cases: [[string, string][], Seen][]): Promise<void> {
   for (const [headers, expected] of cases) {
-    assert.deepEqual(await seen(door, headers), expected, JSON.stringify(headers))
+    assert.deepEqual(await seen(served, headers), expected, JSON.stringify(headers))
   }
 }
 
@@ -122,17 +127,17 @@ storeIndependent(() => {
 })
 
 describe('PETSTORE_TRUST_PROXY: the client address', () => {
-  /** The door without the fast lane with /whoami; the limits out of the way unless given. */
-  async function door(t: TestContext, config: Partial<Config>): Promise<Door> {
-    return (await twoDoors(t, config, whoami)).plain
+  /** The app without the fast lane with /whoami; the limits out of the way unless given. */
+  async function routesApp(t: TestContext, config: Partial<Config>): Promise<ServedApp> {
+    return (await laneAndRoutes(t, config, whoami)).plain
   }
 
   test('one trusted hop: rotating the entries a client writes in front of the proxy’s own does not reset the failed-authentication budget', async (t) => {
-    const wrongKeyFrom = async (d: Door, forwardedFor: string) =>
+    const wrongKeyFrom = async (d: ServedApp, forwardedFor: string) =>
       (await ask(d.port, '/v1/pets', [['Authorization', `Bearer ${WRONG_KEY}`], xff(forwardedFor)]))
         .status
     for (const trustProxy of [1, ['127.0.0.1'], ['loopback', '10.0.0.0/8']] as const) {
-      const d = await door(t, { trustProxy, authFailureLimitMax: 3 })
+      const d = await routesApp(t, { trustProxy, authFailureLimitMax: 3 })
       const statuses: number[] = []
       // What an appending proxy (ALB, HAProxy, nginx $proxy_add_x_forwarded_for) passes on:
       // whatever the client wrote, then the address it saw.
@@ -154,7 +159,7 @@ describe('PETSTORE_TRUST_PROXY: the client address', () => {
       })
     }
     // `true` trusts every hop, the leftmost entry is the client: each rotation is a new budget.
-    const all = await door(t, { trustProxy: true, authFailureLimitMax: 3 })
+    const all = await routesApp(t, { trustProxy: true, authFailureLimitMax: 3 })
     const statuses: number[] = []
     for (let i = 1; i <= 5; i++) {
       statuses.push(await wrongKeyFrom(all, `198.51.100.${i}, 203.0.113.7`))
@@ -174,7 +179,7 @@ describe('PETSTORE_TRUST_PROXY: the client address', () => {
       [2, `${'198.51.100.1, '.repeat(800)}203.0.113.7`, '198.51.100.1'],
       [['loopback'], `${long},127.0.0.2`, '127.0.0.2'],
     ] as const) {
-      const d = await door(t, { trustProxy })
+      const d = await routesApp(t, { trustProxy })
       const requestId = `long-${d.port}`
       const answer = await ask(d.port, '/whoami', [xff(forwardedFor), ['X-Request-Id', requestId]])
       assert.equal((JSON.parse(answer.body) as Seen).ip, ip, JSON.stringify(trustProxy))
@@ -185,7 +190,7 @@ describe('PETSTORE_TRUST_PROXY: the client address', () => {
   })
 
   test('an entry that is not an IP address ends the walk: it never becomes the client address', async (t) => {
-    const d = await door(t, { trustProxy: true })
+    const d = await routesApp(t, { trustProxy: true })
     await assertSeen(d, [
       [[xff('unknown')], from('127.0.0.1')],
       [[xff('203.0.113.5, unknown, 10.0.0.2')], from('10.0.0.2')],
@@ -203,7 +208,7 @@ describe('PETSTORE_TRUST_PROXY: the client address', () => {
   })
 
   test('a list of addresses and CIDRs: the walk passes trusted proxies and stops at the first other address', async (t) => {
-    const d = await door(t, { trustProxy: ['127.0.0.1', '10.0.0.0/8', '2001:db8::/32'] })
+    const d = await routesApp(t, { trustProxy: ['127.0.0.1', '10.0.0.0/8', '2001:db8::/32'] })
     await assertSeen(d, [
       [[], from('127.0.0.1')],
       [[xff('198.51.100.7')], from('198.51.100.7')],
@@ -216,7 +221,7 @@ describe('PETSTORE_TRUST_PROXY: the client address', () => {
       [[xff('10.0.0.1, 10.0.0.2')], from('10.0.0.1')],
     ])
     // A peer outside the list is the client itself, whatever it forwards.
-    const far = await door(t, { trustProxy: ['10.0.0.0/8'] })
+    const far = await routesApp(t, { trustProxy: ['10.0.0.0/8'] })
     await assertSeen(far, [
       [[xff('198.51.100.7'), proto('https'), fwdHost('public.example')], CONNECTION],
     ])
@@ -228,7 +233,7 @@ describe('PETSTORE_TRUST_PROXY: the client address', () => {
       proto('https, http'),
       fwdHost('public.example, internal.example:8080'),
     ]
-    await assertSeen(await door(t, { trustProxy: 2 }), [
+    await assertSeen(await routesApp(t, { trustProxy: 2 }), [
       [chain, from('198.51.100.7', { protocol: 'https', host: 'public.example' })],
       // A proxy that sets rather than appends speaks for the nearest hop only.
       [[xff('198.51.100.7, 10.0.0.2'), proto('https')], from('198.51.100.7')],
@@ -248,16 +253,16 @@ describe('PETSTORE_TRUST_PROXY: the client address', () => {
         from('10.0.0.2', { protocol: 'http', host: 'internal.example:8080' }),
       ],
     ])
-    await assertSeen(await door(t, { trustProxy: 1 }), [
+    await assertSeen(await routesApp(t, { trustProxy: 1 }), [
       [chain, from('10.0.0.2', { protocol: 'http', host: 'internal.example:8080' })],
     ])
-    await assertSeen(await door(t, { trustProxy: false }), [[chain, CONNECTION]])
+    await assertSeen(await routesApp(t, { trustProxy: false }), [[chain, CONNECTION]])
   })
 
   test('whatever the forwarded headers, request.ip is an IP address, host valid or empty, protocol http(s)', async (t) => {
-    const doors = await Promise.all(
+    const apps = await Promise.all(
       ([true, 3, ['loopback', '10.0.0.0/8'], false] as const).map((trustProxy) =>
-        door(t, { trustProxy }),
+        routesApp(t, { trustProxy }),
       ),
     )
     const entry = fc.oneof(
@@ -273,12 +278,12 @@ describe('PETSTORE_TRUST_PROXY: the client address', () => {
     )
     await fc.assert(
       fc.asyncProperty(
-        fc.nat(doors.length - 1),
+        fc.nat(apps.length - 1),
         list,
         fc.array(fc.constantFrom('http', 'https', 'HTTPS', 'ws', ''), { maxLength: 4 }),
         hosts,
         async (which, forwardedFor, protos, forwardedHosts) => {
-          const s = await seen(doors[which]!, [
+          const s = await seen(apps[which]!, [
             xff(forwardedFor),
             proto(protos.join(', ')),
             fwdHost(forwardedHosts.join(', ')),
@@ -294,9 +299,9 @@ describe('PETSTORE_TRUST_PROXY: the client address', () => {
   })
 })
 
-describe('PETSTORE_TRUST_PROXY: both doors', () => {
+describe('PETSTORE_TRUST_PROXY: the lane and the routes', () => {
   test('a forwarded list is answered by the fast lane as Fastify answers it: the same Link and log line', async (t) => {
-    const d = await twoDoors(t, { trustProxy: ['loopback', '10.0.0.0/8'] })
+    const d = await laneAndRoutes(t, { trustProxy: ['loopback', '10.0.0.0/8'] })
     for (const name of ['Ada', 'Bo', 'Cy']) {
       const created = await exchange(
         d.plain.port,
@@ -313,8 +318,8 @@ describe('PETSTORE_TRUST_PROXY: both doors', () => {
       )
       assert.equal(created.answers[0]?.status, 201)
     }
-    const list = (door: Door, requestId: string, headers: [string, string][]) =>
-      ask(door.port, '/v1/pets?limit=1', [
+    const list = (served: ServedApp, requestId: string, headers: [string, string][]) =>
+      ask(served.port, '/v1/pets?limit=1', [
         ['Authorization', `Bearer ${d.key}`],
         ['X-Request-Id', requestId],
         ...headers,

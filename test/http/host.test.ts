@@ -1,5 +1,5 @@
 // Host, :authority and media-type parameters on real sockets: generated Host values and
-// Content-Type parameter lists sent to both doors (fast lane and Fastify), which must answer alike
+// Content-Type parameter lists sent to the lane and the routes (fast lane and Fastify), which must answer alike
 // and as the rules say; HTTP/2 requests whose Host and :authority disagree.
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
@@ -7,8 +7,13 @@ import type { OutgoingHttpHeaders } from 'node:http'
 import http2, { type ClientHttp2Session } from 'node:http2'
 import { describe, type TestContext, test } from 'node:test'
 import fc from 'fast-check'
-import { type Door, type Doors, hotAnswers, twoDoors } from '../support/doors.js'
 import { badRequest, errorBody } from '../support/errors.js'
+import {
+  hotAnswers,
+  type LaneAndRoutes,
+  laneAndRoutes,
+  type ServedApp,
+} from '../support/lane-and-routes.js'
 import { exchange, type RawAnswer, rawRequest } from '../support/raw-http.js'
 import { certificate, tlsServer } from '../support/tls.js'
 
@@ -30,16 +35,16 @@ async function one(port: number, bytes: string): Promise<RawAnswer> {
   return x.answers[0]!
 }
 
-/** What must be the same from both doors: all but Date and the rate-limit counts. */
+/** What must be the same from the lane and the routes: all but Date and the rate-limit counts. */
 const comparable = (a: RawAnswer) => ({
   status: a.status,
   body: a.body,
   headers: a.headers.filter(([n]) => n !== 'date' && n !== 'ratelimit'),
 })
 
-/** Both doors with three pets, the hot door's page and key warmed for `GET /v1/pets?limit=1`. */
-async function listingDoors(t: TestContext): Promise<Doors> {
-  const d = await twoDoors(t, { rateLimitMax: 1_000_000 })
+/** The lane and the routes with three pets, the fast lane's page and key warmed for `GET /v1/pets?limit=1`. */
+async function listingLaneAndRoutes(t: TestContext): Promise<LaneAndRoutes> {
+  const d = await laneAndRoutes(t, { rateLimitMax: 1_000_000 })
   for (const name of ['Ada', 'Bo', 'Cy']) {
     const created = await one(d.plain.port, createRequest(d.key, 'application/json', name))
     assert.equal(created.status, 201)
@@ -71,10 +76,10 @@ function createRequest(key: string, contentType: string, name = 'Rex'): string {
 }
 
 /**
- * Sends the list to both doors; asserts the answers are the same, the fast lane answered exactly
+ * Sends the list to the lane and the routes; asserts the answers are the same, the fast lane answered exactly
  * the valid ones, and a valid Host is the Link's while an invalid one is 400.
  */
-async function assertHost(d: Doors, host: string, valid: boolean): Promise<void> {
+async function assertHost(d: LaneAndRoutes, host: string, valid: boolean): Promise<void> {
   const plain = await one(d.plain.port, listRequest(d.key, host))
   const before = await hotAnswers(d.hot)
   const hot = await one(d.hot.port, listRequest(d.key, host))
@@ -149,17 +154,17 @@ const invalidHost = fc.oneof(
   ),
 )
 
-describe('Host is host[:port], judged alike by both doors', () => {
+describe('Host is host[:port], judged alike by the lane and the routes', () => {
   test('the examples: an out-of-range port, a leading hyphen, no Host on HTTP/1.0', async (t) => {
-    const d = await listingDoors(t)
+    const d = await listingLaneAndRoutes(t)
     await assertHost(d, '127.0.0.1:99999', false)
     await assertHost(d, '-evil', false)
     await assertHost(d, 'petstore.test:8080', true)
     await assertHost(d, '[::1]:8080', true)
     // A request that names no host gets the configured origin in its Link.
-    for (const door of [d.plain, d.hot] as Door[]) {
+    for (const served of [d.plain, d.hot] as ServedApp[]) {
       const old = await one(
-        door.port,
+        served.port,
         `GET /v1/pets?limit=1 HTTP/1.0\r\nAuthorization: Bearer ${d.key}\r\n\r\n`,
       )
       assert.equal(old.status, 200)
@@ -169,7 +174,7 @@ describe('Host is host[:port], judged alike by both doors', () => {
   })
 
   test('generated Host values: a valid one is the Link’s origin, an invalid one is 400', async (t) => {
-    const d = await listingDoors(t)
+    const d = await listingLaneAndRoutes(t)
     await fc.assert(
       fc.asyncProperty(
         fc.oneof(
@@ -213,8 +218,8 @@ describe('Content-Type parameters of a create', () => {
   const contentType = (params: Parameter[], sep: string) =>
     ['application/json', ...params.map((p) => `${p.name}=${p.value}`)].join(sep)
 
-  /** Sends the create to both doors; returns the status after checking they answered alike. */
-  async function create(d: Doors, type: string): Promise<number> {
+  /** Sends the create to the lane and the routes; returns the status after checking they answered alike. */
+  async function create(d: LaneAndRoutes, type: string): Promise<number> {
     const plain = await one(d.plain.port, createRequest(d.key, type))
     const hot = await one(d.hot.port, createRequest(d.key, type))
     const withoutId = (a: RawAnswer) => ({
@@ -228,7 +233,7 @@ describe('Content-Type parameters of a create', () => {
   }
 
   test('the examples: charset twice is 415 in either order; an empty charset is 415', async (t) => {
-    const d = await twoDoors(t)
+    const d = await laneAndRoutes(t)
     for (const [type, status] of [
       ['application/json', 201],
       ['application/json; charset=utf-8', 201],
@@ -246,7 +251,7 @@ describe('Content-Type parameters of a create', () => {
   })
 
   test('generated parameter lists: the answer is the rule’s, whatever their order', async (t) => {
-    const d = await twoDoors(t, { rateLimitMax: 1_000_000 })
+    const d = await laneAndRoutes(t, { rateLimitMax: 1_000_000 })
     await fc.assert(
       fc.asyncProperty(
         fc.array(parameter, { maxLength: 4 }),

@@ -1,4 +1,4 @@
-// Reads of single pets for either door: a turn's gets share one read transaction, kept open while
+// Reads of single pets for the routes and the fast lane: a turn's gets share one read transaction, kept open while
 // the data version holds and until the callback that opened it returns, since opening one per
 // lookup costs more than the lookup (docs/performance.md).
 import type BetterSqlite3 from 'better-sqlite3'

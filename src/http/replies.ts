@@ -1,5 +1,6 @@
-// The headers every response carries, and every error, from any layer or listener, as the one
-// Error body with a code from the fixed set.
+// What a reply is made of on either path: an operation's outcome, the headers every response
+// carries, and every error, from any layer or listener, as the one Error body with a code from the
+// fixed set.
 import { randomUUID } from 'node:crypto'
 import type { FastifyBaseLogger, FastifyError } from 'fastify'
 import { ApiError, codeForStatus, type ErrorBody, type ErrorCode, errorBody } from '../errors.js'
@@ -87,7 +88,7 @@ const REASONS: Record<number, string> = {
   431: 'Request Header Fields Too Large',
 }
 
-export interface EnvelopeOptions {
+export interface CommonHeadersOptions {
   /** Headers of the transport (HSTS over TLS). */
   transport: Record<string, string>
   /** The deprecation headers of a deprecated operation. */
@@ -95,11 +96,11 @@ export interface EnvelopeOptions {
 }
 
 /** The headers every response carries, in the order they are sent. */
-export class Envelope {
+export class CommonHeaders {
   private readonly plain: string[]
   private readonly deprecated: string[]
 
-  constructor(o: EnvelopeOptions) {
+  constructor(o: CommonHeadersOptions) {
     this.plain = ['cache-control', 'no-store', ...Object.entries(o.transport).flat()]
     this.deprecated = [...this.plain, ...Object.entries(o.deprecation).flat()]
   }

@@ -1,4 +1,4 @@
-// The service's two doors side by side: two apps on one store, one with the fast lane and one
+// The fast lane and the routes side by side: two apps on one store, one with the fast lane and one
 // without (PETSTORE_HOT_PATH=false), listening on real sockets, each with its log lines and
 // metrics, so that a test can send both the same request and compare the answers.
 import type { AddressInfo } from 'node:net'
@@ -12,7 +12,7 @@ import { Metrics } from '../../src/observability/metrics.js'
 import type { Store } from '../../src/storage/store.js'
 import { openTestStore, type TestApp, tempDir } from './app.js'
 
-export interface Door {
+export interface ServedApp {
   app: FastifyInstance
   port: number
   /** Every log line the app wrote, JSON, in order. */
@@ -20,9 +20,9 @@ export interface Door {
   metrics: Metrics
 }
 
-export interface Doors {
-  hot: Door
-  plain: Door
+export interface LaneAndRoutes {
+  hot: ServedApp
+  plain: ServedApp
   /** A valid API key of the shared store. */
   key: string
   store: Store
@@ -37,16 +37,16 @@ export interface Doors {
  * Builds both apps with `config`; `extend` may add routes to each before it listens (a route
  * that reports what Fastify's request says, for instance).
  */
-export async function twoDoors(
+export async function laneAndRoutes(
   t: TestContext,
   config: Partial<Config> = {},
   extend: (app: FastifyInstance) => void = () => {},
-): Promise<Doors> {
+): Promise<LaneAndRoutes> {
   const { store, sameTurnReads, sql } = await openTestStore(t, tempDir(t), {})
   const clock = manualClock(new Date('2026-01-15T12:00:00Z'))
   const { key } = await createApiKey(store, clock, 'test-key')
   const draining = { on: false }
-  const open = async (hotPath: boolean): Promise<Door> => {
+  const open = async (hotPath: boolean): Promise<ServedApp> => {
     const logs: string[] = []
     const metrics = new Metrics({ processMetrics: false })
     const app = await buildApp({
@@ -66,17 +66,17 @@ export async function twoDoors(
   return { hot: await open(true), plain: await open(false), key, store, sql, clock, draining }
 }
 
-/** How many answers the door's fast lane has given. */
-export async function hotAnswers(door: Door): Promise<number> {
-  const text = await door.metrics.registry.getSingleMetricAsString(
+/** How many answers the app's fast lane has given. */
+export async function hotAnswers(served: ServedApp): Promise<number> {
+  const text = await served.metrics.registry.getSingleMetricAsString(
     'petstore_http_hot_path_answers_total',
   )
   return Number(/ (\d+)$/m.exec(text)![1])
 }
 
-/** The `request completed` lines the door logged from line `from` on, parsed. */
-export function completedLines(door: Door, from = 0): Record<string, unknown>[] {
-  return door.logs
+/** The `request completed` lines the app logged from line `from` on, parsed. */
+export function completedLines(served: ServedApp, from = 0): Record<string, unknown>[] {
+  return served.logs
     .slice(from)
     .map((line) => JSON.parse(line) as Record<string, unknown>)
     .filter((line) => line.msg === 'request completed')

@@ -7,12 +7,12 @@ import { edgeViolation } from '../http/edge.js'
 import { ListPetsQuery, type ListPetsQueryType, PetIdParams } from '../pets/schemas.js'
 
 /** A request the fast lane takes, with what it parsed of it. */
-export type Taken =
+export type LaneRoute =
   | { operation: 'listPets'; query: ListPetsQueryType }
   | { operation: 'getPet'; petId: bigint }
   | { operation: 'createPet' }
 
-export interface RequestRulesOptions {
+export interface LaneRouterOptions {
   /** The app's validator compiler: the routes' own validators. */
   compileValidator: FastifySchemaCompiler<unknown>
   /** The app's body limit: a larger body is Fastify's to refuse. */
@@ -41,7 +41,7 @@ function parseListQuery(search: string): Record<string, string> | null {
 }
 
 /** Returns what the fast lane takes of a request, or null for Fastify. */
-export function requestRules(o: RequestRulesOptions): (req: IncomingMessage) => Taken | null {
+export function laneRouter(o: LaneRouterOptions): (req: IncomingMessage) => LaneRoute | null {
   const validator = (schema: unknown, httpPart: string) =>
     o.compileValidator({ schema, httpPart } as never) as (data: unknown) => boolean
   const validQuery = validator(ListPetsQuery, 'querystring')
@@ -78,12 +78,12 @@ export function requestRules(o: RequestRulesOptions): (req: IncomingMessage) => 
       o.recognises(h.authorization)
     )
   }
-  const list = (req: IncomingMessage, search: string): Taken | null => {
+  const list = (req: IncomingMessage, search: string): LaneRoute | null => {
     const query = parseListQuery(search)
     if (query === null || !validQuery(query) || !plainRead(req)) return null
     return { operation: 'listPets', query: query as unknown as ListPetsQueryType }
   }
-  const get = (req: IncomingMessage, url: string): Taken | null => {
+  const get = (req: IncomingMessage, url: string): LaneRoute | null => {
     const m = PET_PATH.exec(url)
     if (m === null) return null
     const params: Record<string, unknown> = { petId: m[1] }

@@ -2,12 +2,12 @@
 // document, rather than a bare 404. Public, outside /v1, not part of the API it describes.
 import type { FastifyInstance } from 'fastify'
 
-export interface FrontDoorOptions {
+export interface IndexRouteOptions {
   docsUrl: string
   specUrl: string
 }
 
-export async function frontDoor(app: FastifyInstance, opts: FrontDoorOptions): Promise<void> {
+export async function indexRoute(app: FastifyInstance, opts: IndexRouteOptions): Promise<void> {
   // RFC 8631's relations, so that tools can follow them as well as people.
   const link = `<${opts.docsUrl}>; rel="service-doc", <${opts.specUrl}>; rel="service-desc"`
   app.get(
