@@ -51,17 +51,15 @@ export function continueWhenRead(req: Request, res: Response, body: Readable): v
 
 /**
  * For an answer about to be written on `res`: no `100 Continue` after it. When the body is not all
- * in and an HTTP/1 connection closes after the answer, the close waits until the rest has been
- * read and discarded, for `lingerMs` at most.
+ * in, its rest is read and discarded: on HTTP/2 (discardOnStream), and on an HTTP/1 connection
+ * that closes after the answer, whose close waits for it, for `lingerMs` at most.
  */
 export function answering(req: Request, res: Response, lingerMs: number): void {
   if (req.complete) return
   const continueHeld = takeHeld(req)
   if (req.httpVersionMajor === 2) {
-    // RST_STREAM(NO_ERROR) after the answer tells a client still waiting for its 100 not to send
-    // the body (RFC 9113 §8.1), rather than leaving the stream open to the request timeout.
-    const { stream } = req as Http2ServerRequest
-    if (continueHeld) stream.once('finish', () => stream.close(h2.NGHTTP2_NO_ERROR))
+    const h2req = req as Http2ServerRequest
+    if (!h2req.stream.endAfterHeaders) discardOnStream(h2req, continueHeld)
     return
   }
   if (req.destroyed) return
@@ -69,6 +67,37 @@ export function answering(req: Request, res: Response, lingerMs: number): void {
   // all the same, or never. The answer says so.
   if (continueHeld) (res as ServerResponse).setHeader('connection', 'close')
   lingerBeforeClose(req as IncomingMessage, lingerMs)
+}
+
+/**
+ * HTTP/2: the rest of the body is read and discarded, so that a client that writes its whole body
+ * first ends its stream as usual (Node's own client never closes a stream reset while it still has
+ * body to send). A client still waiting for its 100, or a body past DISCARD_MAX_BYTES, is told to
+ * stop: RST_STREAM(NO_ERROR) after the answer (RFC 9113 §8.1). A body that stalls meets the
+ * request timeout (http2-limits.ts).
+ */
+function discardOnStream(req: Http2ServerRequest, continueHeld: boolean): void {
+  const { stream } = req
+  let discarded = 0
+  const reset = () => {
+    if (!stream.closed && stream.state.remoteClose !== 1) stream.close(h2.NGHTTP2_NO_ERROR)
+  }
+  const stop = () => {
+    req.off('data', count)
+    if (stream.writableFinished) reset()
+    else stream.once('finish', reset)
+  }
+  const count = (chunk: Buffer) => {
+    discarded += chunk.length
+    if (discarded > DISCARD_MAX_BYTES) stop()
+  }
+  if (continueHeld || Number(req.headers['content-length']) > DISCARD_MAX_BYTES) {
+    stop()
+    return
+  }
+  req.unpipe()
+  req.on('data', count)
+  req.resume()
 }
 
 /**

@@ -292,8 +292,8 @@ for (const transport of TRANSPORTS) {
 }
 
 describe('HTTP/2: Expect: 100-continue', () => {
-  async function served(t: TestContext) {
-    const s = await tlsServer(t, { http2: true, config: CONFIG })
+  async function served(t: TestContext, config: Partial<Config> = {}) {
+    const s = await tlsServer(t, { http2: true, config: { ...CONFIG, ...config } })
     const session = http2.connect(s.origin, { ca: certificate().cert })
     t.after(() => session.destroy())
     session.on('error', () => {})
@@ -377,12 +377,47 @@ describe('HTTP/2: Expect: 100-continue', () => {
     'a declared length of 10 MB is 413 while the client still holds all but 1 KiB of it',
     GUARD,
     async (t) => {
-      const s = await served(t)
+      // A request timeout past GUARD: a stream left open until it fails the test.
+      const s = await served(t, { requestTimeoutMs: 60_000 })
       const { stream } = create(s.session, { key: s.key, length: TEN_MB, expect: false })
       stream.write(Buffer.alloc(1024, 'a'))
       const got = await answer(stream)
       assert.equal(got.status, 413)
       assert.deepEqual(JSON.parse(got.body), TOO_LARGE)
+      assert.equal(await got.closed, http2.constants.NGHTTP2_NO_ERROR)
+      s.session.destroy()
+    },
+  )
+
+  test(
+    'without Expect, the rest of a body sent whole after an early answer is read; the stream ends at once',
+    GUARD,
+    async (t) => {
+      // A request timeout past GUARD: a stream left open until it fails the test.
+      const s = await served(t, { requestTimeoutMs: 60_000 })
+      // Past the flow-control window: a body nobody reads holds the client's stream open.
+      const body = Buffer.alloc(1024 * 1024, 'a')
+      const cases = [
+        { what: 'no key', head: { length: body.length }, answer: NO_KEY },
+        {
+          what: 'a declared length over 64 KiB',
+          head: { key: s.key, length: body.length },
+          answer: TOO_LARGE,
+        },
+      ]
+      for (const c of cases) {
+        const { stream } = create(s.session, { ...c.head, expect: false })
+        stream.end(body)
+        const got = await answer(stream)
+        assert.equal(got.status, c.answer.status, `${c.what}: ${got.body}`)
+        assert.deepEqual(JSON.parse(got.body), c.answer, c.what)
+        assert.equal(await got.closed, http2.constants.NGHTTP2_NO_ERROR, c.what)
+      }
+      // The session serves on.
+      const { stream } = create(s.session, { key: s.key, length: PET.length, expect: false })
+      stream.end(PET)
+      const created = await answer(stream)
+      assert.equal(created.status, 201, created.body)
       s.session.destroy()
     },
   )
