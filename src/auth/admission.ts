@@ -1,5 +1,5 @@
-// Who may call the API and how often, decided once for the routes and the fast lane: the key check, the per-key
-// budget and the failed-authentication budget per client network.
+// Who may call the API and how often, decided once for the routes and the fast lane: the key
+// check, the per-key budget and the failed-authentication budget per client network.
 import { createHash } from 'node:crypto'
 import { ApiError } from '../errors.js'
 import { clientNetwork } from '../http/address-ranges.js'

@@ -1,4 +1,4 @@
-// The routes' errors and the body parser's: every one answered as src/http/replies.ts writes errors.
+// The routes' errors and the body parser's: every one answered as replies.ts writes errors.
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify'
 import { ApiError } from '../errors.js'

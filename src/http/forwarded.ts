@@ -1,6 +1,6 @@
-// Who sent a request and how it was addressed behind proxies, by one rule for the routes and the fast lane:
-// X-Forwarded-For is walked from the right (the peer is hop 0) while hops are trusted, the last
-// hop reached is the client, and X-Forwarded-Proto and -Host are read at that hop's place.
+// Who sent a request and how it was addressed behind proxies, by one rule for the routes and the
+// fast lane: X-Forwarded-For is walked from the right (the peer is hop 0) while hops are trusted,
+// the last hop reached is the client, and X-Forwarded-Proto and -Host are read at that hop's place.
 import type { IncomingMessage } from 'node:http'
 import { isIP } from 'node:net'
 import type { TLSSocket } from 'node:tls'

@@ -1,6 +1,6 @@
-// The end of an event-loop turn, for the routes and the fast lane: the data version is read once for every request
-// that arrived in the turn, and the turn's answers are written together. A request's database
-// deadline starts as it asks for the version, its first wait on the database.
+// The end of an event-loop turn, for the routes and the fast lane: the data version is read once
+// for every request that arrived in the turn, and the turn's answers are written together. A
+// request's database deadline starts as it asks for the version, its first wait on the database.
 import type { Deadline } from '../storage/deadline.js'
 import { StorageUnavailableError } from '../storage/errors.js'
 import {

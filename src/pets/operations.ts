@@ -1,6 +1,6 @@
 // The pet operations as the API answers them, through the routes or the fast lane: from a
 // parsed request to its outcome (status, the operation's own headers, the body's JSON text).
-// Errors are thrown as ApiError (or a store's error), for the route to answer (replies.ts).
+// Errors are thrown as ApiError (or a store's error), for the caller to answer (replies.ts).
 import type { AuthenticatedKey } from '../auth/api-keys.js'
 import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'

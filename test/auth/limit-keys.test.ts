@@ -1,7 +1,8 @@
 // What the rate limits count together. Failed authentications: an IPv4 address (an IPv4-mapped
-// one too) or the /64 of an IPv6 address, in any spelling, through the lane and the routes, in memory and in
-// Redis. Counters in Redis: named by budget and window, so instances with other settings (a
-// rolling change of them) count apart, each exactly, and instances with the same ones share.
+// one too) or the /64 of an IPv6 address, in any spelling, through the lane and the routes, in
+// memory and in Redis. Counters in Redis: named by budget and window, so instances with other
+// settings (a rolling change of them) count apart, each exactly, and instances with the same ones
+// share.
 import assert from 'node:assert/strict'
 import { isIP } from 'node:net'
 import { describe, test } from 'node:test'

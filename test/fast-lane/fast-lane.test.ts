@@ -25,7 +25,7 @@ interface Answer {
 
 const ORIGIN = 'https://app.example.com'
 
-/** The lane and the routes, every deprecated call logged so that each request's lines can be compared. */
+/** The lane and the routes, every deprecated call logged, so each request's lines compare. */
 function pair(t: TestContext, config: Partial<Config> = {}): Promise<LaneAndRoutes> {
   return laneAndRoutes(t, { corsOrigins: [ORIGIN], deprecatedCallLogIntervalMs: 0, ...config })
 }

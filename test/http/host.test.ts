@@ -1,6 +1,6 @@
 // Host, :authority and media-type parameters on real sockets: generated Host values and
-// Content-Type parameter lists sent to the lane and the routes (fast lane and Fastify), which must answer alike
-// and as the rules say; HTTP/2 requests whose Host and :authority disagree.
+// Content-Type parameter lists sent to the lane and the routes (fast lane and Fastify), which must
+// answer alike and as the rules say; HTTP/2 requests whose Host and :authority disagree.
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import type { OutgoingHttpHeaders } from 'node:http'
@@ -42,7 +42,7 @@ const comparable = (a: RawAnswer) => ({
   headers: a.headers.filter(([n]) => n !== 'date' && n !== 'ratelimit'),
 })
 
-/** The lane and the routes with three pets, the fast lane's page and key warmed for `GET /v1/pets?limit=1`. */
+/** The lane and the routes with three pets; the lane warmed for `GET /v1/pets?limit=1`. */
 async function listingLaneAndRoutes(t: TestContext): Promise<LaneAndRoutes> {
   const d = await laneAndRoutes(t, { rateLimitMax: 1_000_000 })
   for (const name of ['Ada', 'Bo', 'Cy']) {
@@ -76,8 +76,8 @@ function createRequest(key: string, contentType: string, name = 'Rex'): string {
 }
 
 /**
- * Sends the list to the lane and the routes; asserts the answers are the same, the fast lane answered exactly
- * the valid ones, and a valid Host is the Link's while an invalid one is 400.
+ * Sends the list to the lane and the routes; asserts the answers are the same, the fast lane
+ * answered exactly the valid ones, and a valid Host is the Link's while an invalid one is 400.
  */
 async function assertHost(d: LaneAndRoutes, host: string, valid: boolean): Promise<void> {
   const plain = await one(d.plain.port, listRequest(d.key, host))
@@ -218,7 +218,7 @@ describe('Content-Type parameters of a create', () => {
   const contentType = (params: Parameter[], sep: string) =>
     ['application/json', ...params.map((p) => `${p.name}=${p.value}`)].join(sep)
 
-  /** Sends the create to the lane and the routes; returns the status after checking they answered alike. */
+  /** Sends the create to the lane and the routes; returns the status once they answered alike. */
   async function create(d: LaneAndRoutes, type: string): Promise<number> {
     const plain = await one(d.plain.port, createRequest(d.key, type))
     const hot = await one(d.hot.port, createRequest(d.key, type))

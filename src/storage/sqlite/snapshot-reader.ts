@@ -1,6 +1,6 @@
-// Reads of single pets for the routes and the fast lane: a turn's gets share one read transaction, kept open while
-// the data version holds and until the callback that opened it returns, since opening one per
-// lookup costs more than the lookup (docs/performance.md).
+// Reads of single pets for the routes and the fast lane: a turn's gets share one read transaction,
+// kept open while the data version holds and until the callback that opened it returns, since
+// opening one per lookup costs more than the lookup (docs/performance.md).
 import type BetterSqlite3 from 'better-sqlite3'
 import { Database } from './driver.js'
 import { PET_BY_ID, type PetRow } from './pet-row.js'
