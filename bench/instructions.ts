@@ -4,8 +4,8 @@
 //
 // Why instructions: on these virtual machines the CPU time of one request moves by up to 2x
 // between runs minutes apart, and an effect under ~7% does not show in timings; an instruction
-// count does not move with the host. Why a lockstep client: the hot path shares some work among
-// the requests of one event-loop turn (the data version, the read snapshot, the log flush), so
+// count does not move with the host. Why a lockstep client: the service shares some work among
+// the requests of one event-loop turn (the data version, the log flush), so
 // the count per request depends on how many arrive per turn; a client that sends N requests and
 // waits for all N answers gives every turn the same N, and runs of one build agree within ~0.3%.
 // Why the main thread apart: V8's compiler and collector threads vary from run to run.
@@ -24,9 +24,8 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '12000' },
     count: { type: 'string', default: '4000' },
     connections: { type: 'string', default: '8' },
-    // service: as deployed (the fast lane takes the plain requests); routes: PETSTORE_HOT_PATH=false,
-    // every request through Fastify's routes and hooks; node, fastify: bench/baseline-server.ts,
-    // the same answers precomputed, on bare node:http or a bare Fastify app (what Fastify itself costs).
+    // service: as deployed; node, fastify: bench/baseline-server.ts, the same answers precomputed,
+    // on bare node:http or a bare Fastify app (what Fastify itself costs).
     server: { type: 'string', default: 'service' },
     // Keeps callgrind's files (one per thread) for callgrind_annotate instead of deleting them.
     keep: { type: 'boolean', default: false },
@@ -46,8 +45,8 @@ const whole = (name: string, raw: string): number => {
   return n
 }
 const server = values.server
-if (server !== 'service' && server !== 'routes' && server !== 'node' && server !== 'fastify') {
-  process.stderr.write('bench:instructions: --server must be service, routes, node or fastify\n')
+if (server !== 'service' && server !== 'node' && server !== 'fastify') {
+  process.stderr.write('bench:instructions: --server must be service, node or fastify\n')
   process.exit(2)
 }
 const baseline = server === 'node' || server === 'fastify'
@@ -76,7 +75,6 @@ try {
   const env = {
     ...serviceEnv(place, port),
     PETSTORE_COMPILE_CACHE: 'off',
-    ...(server === 'routes' ? { PETSTORE_HOT_PATH: 'false' } : {}),
     USER: user,
     LOGNAME: user,
   }

@@ -1,9 +1,8 @@
 // `npm run bench:pipeline`: how far a request pipeline built on Fastify's routing can go, against
-// the service's own two pipelines, on SQLite. In interleaved rounds, list and get (and create)
-// each run on: the bare node:http baseline; the same answers from a bare Fastify app (no logger,
-// no hooks, no schemas: the ceiling of any pipeline that goes through Fastify's router); the
-// service with its hot path; the service with PETSTORE_HOT_PATH=false (every request through
-// Fastify's routes and hooks). Ratios are to the same round's baseline; medians over the rounds.
+// the service's own, on SQLite. In interleaved rounds, list and get (and create) each run on: the
+// bare node:http baseline; the same answers from a bare Fastify app (no logger, no hooks, no
+// schemas: the ceiling of any pipeline that goes through Fastify's router); the service. Ratios
+// are to the same round's baseline; medians over the rounds.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -46,11 +45,7 @@ async function main(): Promise<void> {
     const targets: { label: string; server: Running }[] = [
       { label: 'node:http', server: await startBaseline(SERVER_CPU, key) },
       { label: 'bare Fastify', server: await startBaseline(SERVER_CPU, key, 'fastify') },
-      { label: 'service, hot path', server: await startService(place, SERVER_CPU, log) },
-      {
-        label: 'service, Fastify only',
-        server: await startService(place, SERVER_CPU, log, { PETSTORE_HOT_PATH: 'false' }),
-      },
+      { label: 'service', server: await startService(place, SERVER_CPU, log) },
     ]
     running.push(...targets.map((t) => t.server))
     const scriptFile = createScript(dir)

@@ -2,7 +2,7 @@
 // where it runs, each Node server pinned to CPU 0 and wrk to CPU 1. See "How to reproduce" in
 // docs/performance.md. `--stores sqlite,postgres` (the default) picks the stores; PostgreSQL is reached
 // through PETSTORE_BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres).
-// `--setups` picks the services per store (SETUPS below: lane, routes, redis, pgbouncer) and the
+// `--setups` picks the services per store (SETUPS below: service, redis, pgbouncer) and the
 // scale-out scenario nginx3 (bench/scale-out.ts); `--out <file>` writes the results there instead
 // of bench/results/<date>-<pets>.md. Also --pets, --seconds, --warmup, --rounds, --connections,
 // --reference, --keep.
@@ -45,7 +45,7 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '32' },
     reference: { type: 'string' },
     stores: { type: 'string', default: 'sqlite,postgres' },
-    setups: { type: 'string', default: 'lane,routes' },
+    setups: { type: 'string', default: 'service' },
     out: { type: 'string' },
     keep: { type: 'boolean', default: false },
   },
@@ -91,13 +91,12 @@ function storeList(raw: string): StoreKind[] {
 const stores = storeList(values.stores)
 
 /**
- * The setups measured, each a service of its own: the fast lane in front of the routes (the
- * default), the routes alone (every request the lane declines takes them), rate limits in Redis,
- * PostgreSQL reached through PgBouncer in transaction pooling mode (bench/pgbouncer.ts).
+ * The setups measured, each a service of its own: the service as deployed (the default), rate
+ * limits in Redis, PostgreSQL reached through PgBouncer in transaction pooling mode
+ * (bench/pgbouncer.ts).
  */
 const SETUPS = {
-  lane: { suffix: '', env: {} },
-  routes: { suffix: ' (routes only)', env: { PETSTORE_HOT_PATH: 'false' } },
+  service: { suffix: '', env: {} },
   redis: { suffix: ' (Redis limits)', env: REDIS_LIMITS_ENV },
   pgbouncer: { suffix: ' (PgBouncer)', env: {}, only: 'postgres' },
 } as const satisfies Record<

@@ -5,16 +5,17 @@
 // one by one. With one bundle, process start to the first `/readyz` 200 went from 682 to 352 ms,
 // and to 296 ms minified (medians of interleaved starts on the bench machine; docs/performance.md).
 //
-// Layout: dist/main.js is the `petstore` executable (src/cli/launch.ts), which runs the bundle
-// dist/petstore.cjs through V8's code cache; dist/writer-thread.js is the SQLite writer thread's
-// entry, beside the bundle, where src/storage/sqlite/writer.ts looks for it. The /docs page serves
-// dist/redoc.standalone.js, a copy of the redoc package's browser bundle (src/http/docs-page.ts),
-// so that the container image ships this one file instead of redoc and its dependencies, and
-// dist/docs-page-script.js, the page's own script, copied as it is.
+// Layout: dist/main.js is the `petstore` executable (src/cli/launch.ts), which loads the bundle
+// dist/petstore.cjs through Node's compile cache; dist/writer-thread.js is the SQLite writer
+// thread's entry, beside the bundle, where src/storage/sqlite/writer.ts looks for it. The /docs
+// page serves dist/redoc.standalone.js, a copy of the redoc package's browser bundle
+// (src/http/docs-page.ts), so that the container image ships this one file instead of redoc and
+// its dependencies, and dist/docs-page-script.js, the page's own script, copied as it is.
 //
-// Why CommonJS for the bundle: a code cache can be given to vm.Script, which compiles scripts, not
-// ES modules (Node 20 has no cache for those). One file, as CommonJS cannot split into chunks: the
-// modules loaded on use (the PostgreSQL store, the migrator) are in it, compiled only if called.
+// Why CommonJS for the bundle: most of what it holds is CommonJS dependencies, which keep the
+// require(), __dirname and __filename that an ES module would have to be given. One file, as
+// CommonJS cannot split into chunks: the modules loaded on use (the PostgreSQL store, the
+// migrator) are in it, compiled only if called.
 import { createHash } from 'node:crypto'
 import {
   chmodSync,
@@ -98,8 +99,6 @@ await build({
     'redoc',
     'ioredis',
   ],
-  // `import()` becomes `require()`: a script compiled by vm.Script has no loader for `import()`.
-  supported: { 'dynamic-import': false },
   // The modules that find files beside themselves (the writer thread's entry, node_modules) read
   // import.meta.url, which CommonJS does not have: here it is the bundle's own URL.
   define: { 'import.meta.url': '__petstoreBundleUrl' },
@@ -109,15 +108,7 @@ await build({
     js: "'use strict';const __petstoreBundleUrl = require('node:url').pathToFileURL(__filename).href;",
   },
 })
-const bundleSha256 = createHash('sha256')
-  .update(readFileSync(join(OUT, 'petstore.cjs')))
-  .digest('hex')
-await build({
-  ...common,
-  entryPoints: { main: 'src/cli/launch.ts' },
-  format: 'esm',
-  define: { PETSTORE_BUNDLE_SHA256: JSON.stringify(bundleSha256) },
-})
+await build({ ...common, entryPoints: { main: 'src/cli/launch.ts' }, format: 'esm' })
 await build({
   ...common,
   entryPoints: { 'writer-thread': 'src/storage/sqlite/writer-thread.ts' },

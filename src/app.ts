@@ -1,6 +1,6 @@
-// Builds the HTTP application from its dependencies: one core (admission, the pet operations, the
-// replies) behind Fastify's routes and the fast lane. Listening is left to the caller,
-// so tests build a fresh app per test and drive it in-process.
+// Builds the HTTP application from its dependencies: Fastify's routes, hooks and error handlers
+// around admission, the pet operations and the replies. Listening is left to the caller, so tests
+// build a fresh app per test and drive it in-process.
 import type { IncomingMessage } from 'node:http'
 import type { Http2SecureServer, Http2ServerRequest } from 'node:http2'
 import type { Socket } from 'node:net'
@@ -18,8 +18,6 @@ import { openRateCounters } from './auth/rate-counters.js'
 import { type Clock, systemClock } from './clock.js'
 import type { Config } from './config.js'
 import { ApiError } from './errors.js'
-import { createFastLane, type FastLane } from './fast-lane/fast-lane.js'
-import { laneRouter } from './fast-lane/router.js'
 import { registerCors } from './http/cors.js'
 import { docsPage } from './http/docs-page.js'
 import { continueWhenRead, holdContinue } from './http/early-answer.js'
@@ -30,11 +28,10 @@ import { healthRoutes } from './http/health.js'
 import { enforceHttp2Limits, Http2Bodies } from './http/http2-limits.js'
 import { indexRoute } from './http/index-route.js'
 import { isAcceptedJsonCharset, parseJsonBody } from './http/json-body.js'
-import { serverWithLane } from './http/lane-server.js'
 import { openApiOptions, registerOpenApi } from './http/openapi.js'
 import { CommonHeaders, errorOutcome } from './http/replies.js'
 import { requestId } from './http/request-id.js'
-import { RequestLogController } from './http/request-log.js'
+import { lazyChildLogger, RequestLogController } from './http/request-log.js'
 import { registerRootHooks } from './http/root-hooks.js'
 import { enforceSendLimits } from './http/send-deadline.js'
 import { serializerCompiler } from './http/serialization.js'
@@ -48,20 +45,17 @@ import { http1Limits, type TransportLimits } from './http/transport-limits.js'
 import { Turn } from './http/turn.js'
 import { createValidatorCompiler } from './http/validation.js'
 import './http/types.js'
-import { lazyChildLogger } from './observability/lazy-child-logger.js'
 import { Metrics } from './observability/metrics.js'
 import { DeprecatedCallCounter, deprecationHeaders } from './pets/deprecation.js'
 import { PetOperations } from './pets/operations.js'
 import { MAX_CACHED_PAGES, MAX_CACHED_PETS, ReadCache } from './pets/read-cache.js'
 import { petRoutes } from './pets/routes.js'
 import { PetService } from './pets/service.js'
-import type { SameTurnReads, Store } from './storage/store.js'
+import type { Store } from './storage/store.js'
 
 export interface AppDependencies {
   config: Config
   store: Store
-  /** The store's reads in the same turn, when its reads never wait (see OpenedStore). */
-  sameTurnReads?: SameTurnReads
   clock?: Clock
   logger?: FastifyServerOptions['logger']
   /** Readiness answers 503 while this returns true (set on SIGTERM). */
@@ -90,22 +84,23 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const isDraining = deps.isDraining ?? (() => false)
   const metrics = deps.metrics ?? new Metrics({ processMetrics: false })
   metrics.watchStore(store)
-  // HTTP/2 requests take other objects.
-  const laneOn = config.hotPath && !deps.tls?.http2
-  let lane: FastLane | null = null
-  const app = createFastify(deps, commonHeaders, laneOn ? () => lane : null)
-  const originOf = createOriginOf(config.trustProxy)
-  registerForwarding(app, originOf)
-  const compileValidator = registerBodies(app, enforceLimits(app, deps.tls, limitsOf(config)))
+  const app = createFastify(deps, commonHeaders)
+  registerForwarding(app, createOriginOf(config.trustProxy))
+  registerBodies(app, enforceLimits(app, deps.tls, limitsOf(config)))
   registerErrorHandling(app, { isDraining })
-  const turn = new Turn(store, config.databaseTimeoutMs)
-  const { requestTimeoutMs } = config
-  registerRootHooks(app, { commonHeaders, isDraining, turn, metrics, requestTimeoutMs })
+  registerRootHooks(app, {
+    commonHeaders,
+    isDraining,
+    turn: new Turn(store),
+    metrics,
+    databaseTimeoutMs: config.databaseTimeoutMs,
+    requestTimeoutMs: config.requestTimeoutMs,
+  })
   await registerCors(app, config.corsOrigins)
   const perKey = { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs }
   const perAddress = { max: config.authFailureLimitMax, windowMs: config.authFailureWindowMs }
   const admissions = new Admissions({
-    verifier: new ApiKeyVerifier(store, clock, config.apiKeys, deps.sameTurnReads),
+    verifier: new ApiKeyVerifier(store, clock, config.apiKeys),
     rateLimit: perKey,
     authFailureLimit: perAddress,
     counters: openRateCounters(
@@ -125,7 +120,6 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   metrics.watchDeprecatedCalls(() => deprecatedCalls.counts())
   const operations = new PetOperations({
     service,
-    sameTurnReads: deps.sameTurnReads,
     clock,
     deprecatedCalls,
     fallbackOrigin: new URL(config.productionUrl).origin,
@@ -134,25 +128,6 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   })
   await app.register(healthRoutes, { store, isDraining })
   await app.register(petRoutes, operations)
-  if (laneOn) {
-    lane = createFastLane({
-      route: laneRouter({
-        compileValidator,
-        bodyLimit: BODY_LIMIT_BYTES,
-        isDraining,
-        recognises: (authorization) => admissions.recognises(authorization),
-      }),
-      admissions,
-      operations,
-      commonHeaders,
-      compileValidator,
-      turn,
-      logger: app.log,
-      metrics,
-      varyOrigin: config.corsOrigins.length > 0,
-      originOf,
-    })
-  }
   purgeIdempotencyKeys(app, service)
   return app
 }
@@ -164,12 +139,8 @@ function limitsOf(config: Config): TransportLimits {
   }
 }
 
-/** Fastify with the service's options; `lane` (when given) is offered each HTTP/1 request first. */
-function createFastify(
-  deps: AppDependencies,
-  commonHeaders: CommonHeaders,
-  lane: (() => FastLane | null) | null,
-): FastifyInstance {
+/** Fastify with the service's options. */
+function createFastify(deps: AppDependencies, commonHeaders: CommonHeaders): FastifyInstance {
   const { config } = deps
   const limits = limitsOf(config)
   // Node's own 400 for a missing Host has an empty body: the edge check answers that instead.
@@ -210,7 +181,6 @@ function createFastify(
       })
     },
     ...tlsServerOptions(deps.tls, serverOptions, limits),
-    ...(lane === null ? {} : { serverFactory: serverWithLane(lane) }),
   })
   app.addHook('onResponse', (request, _reply, done) => {
     if (!request.raw.complete) answeredEarly.set(request.raw.socket, request.raw)
@@ -239,10 +209,9 @@ function enforceLimits(
   return bodies
 }
 
-/** Validation, serialization and the one body type accepted (JSON); returns the validator compiler. */
-function registerBodies(app: FastifyInstance, http2Bodies: Http2Bodies | undefined) {
-  const compileValidator = createValidatorCompiler()
-  app.setValidatorCompiler(compileValidator)
+/** Validation, serialization and the one body type accepted (JSON). */
+function registerBodies(app: FastifyInstance, http2Bodies: Http2Bodies | undefined): void {
+  app.setValidatorCompiler(createValidatorCompiler())
   app.setSerializerCompiler(serializerCompiler)
   app.removeAllContentTypeParsers()
   // Its parameters are judged before the body is read (preParsing below).
@@ -272,7 +241,6 @@ function registerBodies(app: FastifyInstance, http2Bodies: Http2Bodies | undefin
     continueWhenRead(request.raw, reply.raw, body)
     done(null, body)
   })
-  return compileValidator
 }
 
 /** Methods whose body Fastify never parses: their Content-Type is not judged. */

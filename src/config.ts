@@ -67,8 +67,6 @@ export interface Config {
   idempotencyKeysPerApiKey: number
   /** Which peers' X-Forwarded-* headers are read (src/http/forwarded.ts). */
   trustProxy: TrustProxy
-  /** Answer plain list and get requests ahead of Fastify (src/pets/hot-path.ts). */
-  hotPath: boolean
   /** A request's headers and body must arrive within this, or it is answered 408. */
   requestTimeoutMs: number
   /** An idle connection (HTTP/1.1 keep-alive, an HTTP/2 session with no stream) closes after this. */
@@ -331,15 +329,6 @@ export const settings = [
     description:
       'Which peers are proxies whose `X-Forwarded-For`, `-Proto` and `-Host` are read: the client address (failed-authentication limit, logs), protocol and host (`Link`) come from the last hop reached, walking from the right while hops are trusted. `true` trusts every peer, so behind a proxy that appends to `X-Forwarded-For` a client chooses its own address.',
     parse: trustProxy,
-  },
-  {
-    key: 'hotPath',
-    env: 'PETSTORE_HOT_PATH',
-    default: 'true',
-    accepts: '`true` or `false`',
-    description:
-      'Answer plain `200` list and get requests ahead of the framework (same answers, less CPU); `false` sends every request through Fastify.',
-    parse: boolean,
   },
   {
     key: 'requestTimeoutMs',

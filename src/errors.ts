@@ -20,11 +20,7 @@ export type ErrorCode = keyof typeof errorStatus
 
 export const errorCodes = Object.keys(errorStatus) as ErrorCode[]
 
-export interface ErrorBody {
-  code: ErrorCode
-  message: string
-  status: number
-}
+export type ErrorBody = { code: ErrorCode; message: string; status: number }
 
 /** An error the API reports to its caller as is: its message is safe to show. */
 export class ApiError extends Error {
@@ -46,21 +42,16 @@ export class ApiError extends Error {
 }
 
 /** The code that goes with an HTTP status raised by a layer that knows only the status. */
-export function codeForStatus(status: number): ErrorCode {
-  const found = errorCodes.find((c) => errorStatus[c] === status)
-  if (found) return found
-  if (status >= 500) return 'internal_error'
-  return 'invalid_request'
-}
+export const codeForStatus = (status: number): ErrorCode =>
+  errorCodes.find((c) => errorStatus[c] === status) ??
+  (status >= 500 ? 'internal_error' : 'invalid_request')
 
 /**
  * The one place an Error body is shaped. `status` differs from the code's only where the HTTP
  * parser answers a status no code stands for (408, 414, 431, all `invalid_request`).
  */
-export function errorBody(
+export const errorBody = (
   code: ErrorCode,
   message: string,
   status: number = errorStatus[code],
-): ErrorBody {
-  return { code, message, status }
-}
+): ErrorBody => ({ code, message, status })

@@ -64,7 +64,7 @@ interface StartContext {
 /** Opens everything on top of the store and listens; on failure, closes what it opened. */
 async function openServices(ctx: StartContext): Promise<Services> {
   const { config } = ctx
-  const { store, sameTurnReads } = ctx.opened
+  const { store } = ctx.opened
   let metricsServer: MetricsServer | null = null
   let redis: Redis | undefined
   try {
@@ -73,7 +73,6 @@ async function openServices(ctx: StartContext): Promise<Services> {
     const app = await buildApp({
       config,
       store,
-      sameTurnReads,
       clock: ctx.clock,
       isDraining: ctx.isDraining,
       tls: ctx.tls,

@@ -1,11 +1,13 @@
-// Who may call the API and how often, decided once for the routes and the fast lane: the key
-// check, the per-key budget and the failed-authentication budget per client network.
+// Who may call the API and how often: the key check, the per-key budget and the
+// failed-authentication budget per client network.
 import { createHash } from 'node:crypto'
 import { ApiError } from '../errors.js'
-import { clientNetwork } from '../http/address-ranges.js'
+import { clientNetwork } from '../http/forwarded.js'
 import type { Deadline } from '../storage/deadline.js'
 import type { ApiKeyVerifier, AuthenticatedKey } from './api-keys.js'
-import type { Limit, LimitState, RateCounters } from './rate-counters.js'
+import type { Limit, RateCounters } from './rate-counters.js'
+
+type Policy = 'default' | 'auth-failures'
 
 export interface AdmissionOptions {
   verifier: ApiKeyVerifier
@@ -16,8 +18,6 @@ export interface AdmissionOptions {
   onRateLimited?: (policy: Policy) => void
 }
 
-type Policy = 'default' | 'auth-failures'
-
 /** What admission decided of a request. */
 export interface Admission {
   /** The key that authenticated it; null when none did. */
@@ -27,9 +27,6 @@ export interface Admission {
   /** The 401 or 429 to answer instead of the operation, with its own headers; null when admitted. */
   refusal: ApiError | null
 }
-
-const CHALLENGE = 'Bearer realm="petstore"'
-const INVALID_TOKEN_CHALLENGE = 'Bearer realm="petstore", error="invalid_token"'
 
 /** Printable ASCII without spaces: what a token may be. */
 const TOKEN = /^[\x21-\x7e]+$/
@@ -48,37 +45,35 @@ function bearerToken(header: string | undefined): string | null {
   return TOKEN.test(token) ? token : ''
 }
 
-/** Longest subject kept as it is in a counter's name; a longer one is named by its digest. */
-const MAX_SUBJECT_LENGTH = 64
-
 /**
  * A counter's name: its policy and what it counts, a key id or a client network. An address from
- * X-Forwarded-For may be any text a client sends, so its length is bounded, in memory and Redis.
+ * X-Forwarded-For may be any text a client sends, so a subject past 64 characters is named by its
+ * digest, in memory and Redis.
  */
 export function counterName(policy: Policy, subject: string): string {
-  return subject.length <= MAX_SUBJECT_LENGTH
+  return subject.length <= 64
     ? `${policy}:${subject}`
     : `${policy}:sha256:${createHash('sha256').update(subject).digest('base64url')}`
 }
 
-/** Counter names remembered at most, as many as the verifier remembers keys. */
-const MAX_COUNTER_NAMES = 10_000
+/** `RateLimit-Policy`, e.g. `"default";q=6000;w=60`. */
+const policyField = (policy: Policy, limit: Limit) =>
+  `"${policy}";q=${limit.max};w=${Math.ceil(limit.windowMs / 1000)}`
 
 export class Admissions {
-  private readonly policies: Record<Policy, string>
-  /** Each key's counter name, made once: a name built per request is hashed again per lookup. */
-  private readonly keyCounterNames = new Map<string, string>()
+  private readonly policyFields: Record<Policy, string>
 
   constructor(private readonly o: AdmissionOptions) {
-    this.policies = {
+    this.policyFields = {
       default: policyField('default', o.rateLimit),
       'auth-failures': policyField('auth-failures', o.authFailureLimit),
     }
   }
 
   /**
-   * Admits or refuses a request and counts it. `keysVersion`: the keys part of the data version;
-   * `deadline`: the request's, for a key looked up in the store.
+   * Admits or refuses a request and counts it: against its key, or when no key authenticated it
+   * (none sent, or one that failed) against its client's network. `keysVersion`: the keys part of
+   * the data version; `deadline`: the request's, for a key looked up in the store.
    */
   async admit(
     authorization: string | undefined,
@@ -88,78 +83,36 @@ export class Admissions {
   ): Promise<Admission> {
     const token = bearerToken(authorization)
     const key = token ? await this.o.verifier.verify(token, keysVersion, deadline) : null
-    if (key === null) return this.refuse(token, address)
-    return this.counted(key, await this.o.counters.perKey(this.keyCounterName(key.id)))
-  }
-
-  /** Whether the key matched before, counting nothing: a fast-lane create reads its body only then. */
-  recognises(authorization: string | undefined): boolean {
-    const token = bearerToken(authorization)
-    return token ? this.o.verifier.knows(token) : false
-  }
-
-  private counted(key: AuthenticatedKey, s: LimitState): Admission {
-    const refusal = s.isExceeded
-      ? this.rateLimited('default', s, 'rate limit of this API key exceeded')
-      : null
-    return { key, headers: this.fields('default', s), refusal }
-  }
-
-  /** A missing (null) or failed token: counted against the address's network, then 401 or 429. */
-  private async refuse(token: string | null, address: string): Promise<Admission> {
-    const name = counterName('auth-failures', clientNetwork(address))
-    const s = await this.o.counters.perAddress(name)
-    return {
-      key: null,
-      headers: this.fields('auth-failures', s),
-      refusal: s.isExceeded
-        ? this.rateLimited(
-            'auth-failures',
-            s,
-            'too many failed authentication attempts from this address',
-          )
-        : unauthorized(token),
-    }
-  }
-
-  private fields(policy: Policy, s: LimitState): string[] {
-    return [
+    const policy: Policy = key ? 'default' : 'auth-failures'
+    const s = key
+      ? await this.o.counters.perKey.take(counterName(policy, key.id))
+      : await this.o.counters.perAddress.take(counterName(policy, clientNetwork(address)))
+    const headers = [
       'ratelimit-policy',
-      this.policies[policy],
+      this.policyFields[policy],
       'ratelimit',
       `"${policy}";r=${s.remaining};t=${Math.max(0, s.ttlInSeconds)}`,
     ]
-  }
-
-  private rateLimited(policy: Policy, s: LimitState, message: string): ApiError {
+    if (!s.isExceeded) return { key, headers, refusal: key ? null : unauthorized(token) }
     this.o.onRateLimited?.(policy)
-    return new ApiError('rate_limited', message, {
-      'retry-after': String(Math.max(1, s.ttlInSeconds)),
-    })
-  }
-
-  private keyCounterName(keyId: string): string {
-    let name = this.keyCounterNames.get(keyId)
-    if (name === undefined) {
-      if (this.keyCounterNames.size >= MAX_COUNTER_NAMES) this.keyCounterNames.clear()
-      name = counterName('default', keyId)
-      this.keyCounterNames.set(keyId, name)
+    const message = key
+      ? 'rate limit of this API key exceeded'
+      : 'too many failed authentication attempts from this address'
+    const retryAfter = String(Math.max(1, s.ttlInSeconds))
+    return {
+      key,
+      headers,
+      refusal: new ApiError('rate_limited', message, { 'retry-after': retryAfter }),
     }
-    return name
   }
-}
-
-/** `RateLimit-Policy`, e.g. `"default";q=6000;w=60`. */
-function policyField(policy: Policy, limit: Limit): string {
-  return `"${policy}";q=${limit.max};w=${Math.ceil(limit.windowMs / 1000)}`
 }
 
 function unauthorized(token: string | null): ApiError {
   return token === null
     ? new ApiError('unauthorized', 'an API key is required: send Authorization: Bearer <key>', {
-        'www-authenticate': CHALLENGE,
+        'www-authenticate': 'Bearer realm="petstore"',
       })
     : new ApiError('unauthorized', 'the API key is not valid (unknown, revoked or expired)', {
-        'www-authenticate': INVALID_TOKEN_CHALLENGE,
+        'www-authenticate': 'Bearer realm="petstore", error="invalid_token"',
       })
 }

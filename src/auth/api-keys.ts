@@ -1,7 +1,8 @@
 // API keys: how they are made, how they look, and how a presented key is checked.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { LruMap } from 'toad-cache'
 import type { Clock } from '../clock.js'
-import type { ApiKeyRecord, Deadline, SameTurnReads, Store } from '../storage/store.js'
+import type { ApiKeyRecord, Deadline, Store } from '../storage/store.js'
 
 /**
  * A key reads `pet_<id>_<secret>`: the id finds the record without a table scan, and only the
@@ -44,16 +45,8 @@ export async function createApiKey(
   return created
 }
 
-/** Keys remembered at most; past it the memory starts afresh (only keys that matched get in). */
-const MAX_REMEMBERED_KEYS = 10_000
-
-interface Remembered {
-  /** The keys part of the store's dataVersion when the record was read; -1 for configured keys. */
-  version: number
-  identity: AuthenticatedKey
-  /** null for a configured key (always active). */
-  record: ApiKeyRecord | null
-}
+/** A key that matched: a stored one with its record and the keys dataVersion it was read at. */
+type Remembered = { identity: AuthenticatedKey; record: ApiKeyRecord | null; version?: number }
 
 /** Checks presented keys against stored keys and against keys given in configuration. */
 export class ApiKeyVerifier {
@@ -61,16 +54,15 @@ export class ApiKeyVerifier {
   /**
    * Keys that matched, by the presented text, so a client's next request skips lookup and hashing.
    * A stored key's entry holds only at the keys dataVersion it was read at, so a change to keys
-   * anywhere (another process's revocation too) sends the next request back to the store.
+   * anywhere (another process's revocation too) sends the next request back to the store. Only
+   * keys that matched get in; the least recently used goes first.
    */
-  private readonly remembered = new Map<string, Remembered>()
+  private readonly remembered = new LruMap<Remembered>(10_000)
 
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
     configuredKeys: readonly string[],
-    /** A store's reads in the same turn (SQLite): a remembered key is read again at a newer version. */
-    private readonly sameTurnReads?: SameTurnReads,
   ) {
     this.configuredKeys = configuredKeys.map((key, i) => ({
       hash: sha256(key),
@@ -87,8 +79,14 @@ export class ApiKeyVerifier {
     version?: number,
     deadline?: Deadline,
   ): Promise<AuthenticatedKey | null> {
-    const known = this.recall(presented, version)
-    if (known !== undefined) return known
+    const known = this.remembered.get(presented)
+    // A configured key (no record) holds at any version.
+    if (
+      known &&
+      (known.record === null || (known.version === version && this.isActive(known.record)))
+    ) {
+      return known.identity
+    }
     const m = KEY_PATTERN.exec(presented)
     if (m) {
       const record = await this.store.findApiKey(m[1]!, deadline)
@@ -96,7 +94,9 @@ export class ApiKeyVerifier {
       // does not tell which key ids exist.
       const stored = record?.secretHash ?? UNKNOWN_KEY_HASH
       if (timingSafeEqual(stored, sha256(m[2]!)) && record && this.isActive(record)) {
-        return this.matched(presented, version, record)
+        const identity = { id: record.id, name: record.name }
+        if (version !== undefined) this.remembered.set(presented, { identity, record, version })
+        return identity
       }
     }
     // Hashing first makes every comparison the same length, so timingSafeEqual applies.
@@ -105,48 +105,8 @@ export class ApiKeyVerifier {
     for (const k of this.configuredKeys) {
       if (timingSafeEqual(k.hash, hash)) match = k.identity
     }
-    if (match !== null) this.remember(presented, { version: -1, identity: match, record: null })
+    if (match !== null) this.remembered.set(presented, { identity: match, record: null })
     return match
-  }
-
-  /**
-   * The key's identity when it matched before and still holds at `version`; undefined when only a
-   * full check can tell. At a newer version (SQLite's moves with pet writes too) a store that reads
-   * without waiting (SameTurnReads) re-reads the record: same hash, still active, no hashing.
-   */
-  private recall(presented: string, version: number | undefined): AuthenticatedKey | undefined {
-    const known = this.remembered.get(presented)
-    if (known === undefined) return undefined
-    if (known.version === -1 || known.version === version) {
-      return known.record === null || this.isActive(known.record) ? known.identity : undefined
-    }
-    if (version === undefined || known.record === null || this.sameTurnReads === undefined) {
-      return undefined
-    }
-    const record = this.sameTurnReads.findApiKeyNow(known.record.id)
-    if (record === null || !record.secretHash.equals(known.record.secretHash)) return undefined
-    return this.isActive(record) ? this.matched(presented, version, record) : undefined
-  }
-
-  /** Whether the presented text matched a key before (it may have been revoked since). */
-  knows(presented: string): boolean {
-    return this.remembered.has(presented)
-  }
-
-  /** The identity of a stored key that matched, remembered at `version` when there is one. */
-  private matched(
-    presented: string,
-    version: number | undefined,
-    record: ApiKeyRecord,
-  ): AuthenticatedKey {
-    const identity = { id: record.id, name: record.name }
-    if (version !== undefined) this.remember(presented, { version, identity, record })
-    return identity
-  }
-
-  private remember(presented: string, entry: Remembered): void {
-    if (this.remembered.size >= MAX_REMEMBERED_KEYS) this.remembered.clear()
-    this.remembered.set(presented, entry)
   }
 
   private isActive(record: ApiKeyRecord): boolean {

@@ -22,7 +22,7 @@ export function authenticatedKey(request: FastifyRequest): AuthenticatedKey {
   return key
 }
 
-/** Registers the hooks that admit every request that needs a key, before anything reads it. */
+/** Registers the hook that admits every request that needs a key, before anything reads it. */
 export function registerAuth(app: FastifyInstance, admissions: Admissions): void {
   app.decorateRequest('apiKey', null)
   app.addHook('onRequest', async (request, reply) => {
@@ -37,10 +37,5 @@ export function registerAuth(app: FastifyInstance, admissions: Admissions): void
     const h = a.headers
     for (let i = 0; i < h.length; i += 2) reply.header(h[i]!, h[i + 1])
     if (a.refusal !== null) throw a.refusal
-  })
-  // The last check before any handler: nothing that needs a key gets past it without one.
-  app.addHook('preHandler', (request, _reply, done) => {
-    if (requiresKey(request)) authenticatedKey(request)
-    done()
   })
 }

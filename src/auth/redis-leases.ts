@@ -3,17 +3,13 @@
 import type { Redis } from 'ioredis'
 import { LruMap } from 'toad-cache'
 import type { Limit, LimitState } from './rate-counters.js'
-import { REDIS_NAMESPACE, withinBound } from './redis.js'
+import { withinBound } from './redis.js'
 
 /**
- * A lease is this fraction of a window's budget (at least 1): what one instance may hold unspent,
+ * A lease is a sixty-fourth of a window's budget (at least 1): what one instance may hold unspent,
  * so what the other instances may be refused early (docs/scaling.md, "How precise").
  */
-export const LEASE_SHARE = 64
-
-export function leaseSize(max: number): number {
-  return Math.max(1, Math.floor(max / LEASE_SHARE))
-}
+export const leaseSize = (max: number): number => Math.max(1, Math.floor(max / 64))
 
 /**
  * Reserves up to ARGV[3] units of the window's budget ARGV[2]. The window opens at its first
@@ -30,17 +26,13 @@ if ttl == -1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 if ttl < 0 then ttl = tonumber(ARGV[1]) end
 return {reserved, ttl, grant}
 `
-const LEASE_COMMAND = 'petstoreRateLease'
-type LeaseCommand = (
-  key: string,
-  windowMs: number,
-  max: number,
-  want: number,
-) => Promise<[number, number, number]>
-
-interface Waiter {
-  resolve: (state: LimitState) => void
-  reject: (err: unknown) => void
+type LeaseRedis = Redis & {
+  petstoreRateLease(
+    key: string,
+    windowMs: number,
+    max: number,
+    want: number,
+  ): Promise<[number, number, number]>
 }
 
 /** One key's share of its current window, held by this instance. */
@@ -55,7 +47,7 @@ interface Lease {
   exhausted: boolean
   renewing: boolean
   /** Requests that found no unit left, answered when the renewal lands. */
-  waiters: Waiter[]
+  waiters: { resolve: (state: LimitState) => void; reject: (err: unknown) => void }[]
 }
 
 /**
@@ -64,29 +56,25 @@ interface Lease {
  * rather than being judged by a count made against another budget.
  */
 export function redisCounterKey(limit: Limit, name: string): string {
-  return `${REDIS_NAMESPACE}${limit.max}:${limit.windowMs}:${name}`
+  return `petstore-rl:${limit.max}:${limit.windowMs}:${name}`
 }
-
-/** Leases kept at most; the least recently used one goes first, its unspent units with it. */
-const MAX_LEASES = 100_000
 
 /** One budget per window for every instance that shares the Redis, spent from leases. */
 export class RedisLeases {
-  private readonly leases = new LruMap<Lease>(MAX_LEASES)
-  private readonly command: LeaseCommand
+  /** The least recently used lease goes first, its unspent units with it. */
+  private readonly leases = new LruMap<Lease>(100_000)
+  private readonly redis: LeaseRedis
   private readonly size: number
 
   /** `onFailure` hears of every call that failed or took too long, including background ones. */
   constructor(
-    private readonly redis: Redis,
+    redis: Redis,
     private readonly limit: Limit,
     private readonly onFailure: (err: unknown) => void,
   ) {
     // ioredis sends the script's digest, and the script itself only when Redis lacks it.
-    if (!(LEASE_COMMAND in redis)) {
-      redis.defineCommand(LEASE_COMMAND, { numberOfKeys: 1, lua: LEASE_SCRIPT })
-    }
-    this.command = (redis as unknown as Record<typeof LEASE_COMMAND, LeaseCommand>)[LEASE_COMMAND]
+    redis.defineCommand('petstoreRateLease', { numberOfKeys: 1, lua: LEASE_SCRIPT })
+    this.redis = redis as LeaseRedis
     this.size = leaseSize(limit.max)
   }
 
@@ -114,22 +102,23 @@ export class RedisLeases {
       if (lease.left <= this.size >> 1 && !lease.exhausted && !lease.renewing) {
         this.renew(name, lease)
       }
-      return this.served(lease, now)
+      return this.state(lease, now, false)
     }
-    if (lease.exhausted) return this.refused(lease, now)
+    if (lease.exhausted) return this.state(lease, now, true)
     return new Promise((resolve, reject) => {
       lease.waiters.push({ resolve, reject })
       if (!lease.renewing) this.renew(name, lease)
     })
   }
 
+  /** Asks Redis for more units; then serves the waiters in arrival order, or refuses them. */
   private renew(name: string, lease: Lease): void {
     lease.renewing = true
     const { max, windowMs } = this.limit
     const want = Math.max(this.size, lease.waiters.length)
     const sentAt = Date.now()
     const key = redisCounterKey(this.limit, name)
-    withinBound(this.command.call(this.redis, key, windowMs, max, want)).then(
+    withinBound(this.redis.petstoreRateLease(key, windowMs, max, want)).then(
       ([reserved, ttlMs, grant]) => {
         lease.renewing = false
         // Redis's window ends ttlMs after the script ran, which was after sentAt.
@@ -140,52 +129,29 @@ export class RedisLeases {
         lease.endsAt = newWindow ? endsAt : Math.min(lease.endsAt, endsAt)
         lease.reserved = reserved
         lease.exhausted = grant < want
-        this.answerWaiters(name, lease)
+        const now = Date.now()
+        while (lease.waiters.length > 0 && lease.left > 0) {
+          lease.left--
+          lease.waiters.shift()!.resolve(this.state(lease, now, false))
+        }
+        if (lease.waiters.length === 0) return
+        if (!lease.exhausted) return this.renew(name, lease)
+        for (const w of lease.waiters.splice(0)) w.resolve(this.state(lease, now, true))
       },
       (err: unknown) => {
         lease.renewing = false
-        const waiters = lease.waiters
-        lease.waiters = []
-        for (const w of waiters) w.reject(err)
+        for (const w of lease.waiters.splice(0)) w.reject(err)
         this.onFailure(err)
       },
     )
   }
 
-  /** Serves waiters in arrival order from the lease; refuses them once the window is spent. */
-  private answerWaiters(name: string, lease: Lease): void {
-    const now = Date.now()
-    while (lease.waiters.length > 0 && lease.left > 0) {
-      lease.left--
-      lease.waiters.shift()!.resolve(this.served(lease, now))
-    }
-    if (lease.waiters.length === 0) return
-    if (!lease.exhausted) {
-      this.renew(name, lease)
-      return
-    }
-    const waiters = lease.waiters
-    lease.waiters = []
-    for (const w of waiters) w.resolve(this.refused(lease, now))
-  }
-
-  /** What is left here and unreserved in Redis: other instances' unspent units are not counted. */
-  private served(lease: Lease, now: number): LimitState {
-    const { max } = this.limit
+  /** Served: what is left here and unreserved in Redis (others' unspent units are not counted). */
+  private state(lease: Lease, now: number, isExceeded: boolean): LimitState {
     return {
-      max,
-      remaining: Math.max(0, max - lease.reserved + lease.left),
-      ttlInSeconds: secondsUntil(lease.endsAt, now),
-      isExceeded: false,
+      remaining: isExceeded ? 0 : Math.max(0, this.limit.max - lease.reserved + lease.left),
+      ttlInSeconds: Math.max(1, Math.ceil((lease.endsAt - now) / 1000)),
+      isExceeded,
     }
   }
-
-  private refused(lease: Lease, now: number): LimitState {
-    const { max } = this.limit
-    return { max, remaining: 0, ttlInSeconds: secondsUntil(lease.endsAt, now), isExceeded: true }
-  }
-}
-
-function secondsUntil(endsAt: number, now: number): number {
-  return Math.max(1, Math.ceil((endsAt - now) / 1000))
 }

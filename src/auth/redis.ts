@@ -1,8 +1,7 @@
 // Redis as the store of the shared rate-limit counters: the client and the bound on its commands.
+import { once } from 'node:events'
+import { setTimeout as delay } from 'node:timers/promises'
 import type { Redis } from 'ioredis'
-
-/** Prefix of every counter in Redis; redisCounterKey (redis-leases.ts) names the rest. */
-export const REDIS_NAMESPACE = 'petstore-rl:'
 
 const REDIS_CONNECT_TIMEOUT_MS = 2000
 
@@ -20,9 +19,9 @@ export const REDIS_COMMAND_BOUND_MS = 50
 export const REDIS_BREAKER_OPEN_MS = 5000
 
 /**
- * The client of the shared counters: it fails fast while Redis is away and reconnects by itself.
- * The start waits for the first connection so the first requests are counted; a Redis that is
- * down is said once and does not stop the start. Callers bound each command (`withinBound`).
+ * The client of the shared counters: it fails fast while Redis is away (no offline queue) and
+ * reconnects by itself. The start waits for the first connection so the first requests are
+ * counted; a Redis that is down is said once and does not stop the start.
  */
 export async function openRedis(url: string, err: NodeJS.WritableStream): Promise<Redis> {
   // Loaded only when asked for: most deployments count in memory.
@@ -35,52 +34,32 @@ export async function openRedis(url: string, err: NodeJS.WritableStream): Promis
   // Outages while serving are reported by the counters' breaker; without a listener ioredis would
   // print every failed reconnection.
   redis.on('error', () => undefined)
-  await new Promise<void>((resolve) => {
-    const settled = (e?: Error) => {
-      clearTimeout(timer)
-      redis.off('ready', settled)
-      redis.off('error', settled)
-      if (e !== undefined) {
-        err.write(
-          `petstore: rate-limit store (Redis) unreachable at start: ${e.message}; rate limits are counted per process until it answers\n`,
-        )
-      }
-      resolve()
-    }
-    const timer = setTimeout(
-      () => settled(new Error('no connection')),
-      REDIS_CONNECT_TIMEOUT_MS + 500,
+  const failed = await Promise.race([
+    once(redis, 'ready').then(
+      () => null,
+      (e: Error) => e,
+    ),
+    delay(REDIS_CONNECT_TIMEOUT_MS + 500, new Error('no connection'), { ref: false }),
+  ])
+  if (failed !== null) {
+    err.write(
+      `petstore: rate-limit store (Redis) unreachable at start: ${failed.message}; rate limits are counted per process until it answers\n`,
     )
-    redis.once('ready', settled)
-    redis.once('error', settled)
-  })
+  }
   return redis
 }
 
 /**
- * `pending`, or a rejection once it has taken longer than `ms`. The timer looks once more round the
- * event loop before giving up: after a stall of this process the answer may be waiting unread,
- * and timers run before sockets are read.
+ * `pending`, or a rejection once it has taken longer than the bound. Not ioredis's commandTimeout:
+ * this timer looks once more round the event loop before giving up, since after a stall of this
+ * process the answer may be waiting unread, and timers run before sockets are read.
  */
-export function withinBound<T>(pending: Promise<T>, ms = REDIS_COMMAND_BOUND_MS): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      setImmediate(() => reject(new Error(`Redis did not answer within ${ms} ms`)))
-    }, ms)
-    pending.then(
-      (value) => {
-        clearTimeout(timer)
-        resolve(value)
-      },
-      (error: unknown) => {
-        clearTimeout(timer)
-        reject(error)
-      },
-    )
+export function withinBound<T>(pending: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_, reject) => {
+    const giveUp = () =>
+      reject(new Error(`Redis did not answer within ${REDIS_COMMAND_BOUND_MS} ms`))
+    timer = setTimeout(() => setImmediate(giveUp), REDIS_COMMAND_BOUND_MS)
   })
-}
-
-/** Resolves when Redis answers a PING within the bound: what the breaker's probe asks. */
-export function pingWithinBound(redis: Redis): Promise<unknown> {
-  return withinBound(redis.ping())
+  return Promise.race([pending, late]).finally(() => clearTimeout(timer))
 }

@@ -13,6 +13,7 @@ import {
 } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
 import type { Command } from 'commander'
+import { loadConfig } from '../config.js'
 import { sqlitePathOf } from '../storage/open-store.js'
 import {
   type BackupSummary,
@@ -21,7 +22,7 @@ import {
   SIDE_FILE_SUFFIXES,
   syncFile,
 } from '../storage/sqlite/backup.js'
-import { commandConfig, UsageError } from './command-context.js'
+import { UsageError } from './command-context.js'
 
 export function addBackupCommand(program: Command): void {
   program
@@ -40,7 +41,7 @@ export function addBackupCommand(program: Command): void {
         '(docs/operations.md, "Backup and restore").',
     )
     .action(async (file: string, opts: { force?: boolean }) => {
-      const source = sqliteSource(commandConfig().databaseUrl, file)
+      const source = sqliteSource(loadConfig().databaseUrl, file)
       checkTarget(file, source, opts.force === true)
       for (const name of removeLeftovers(file)) {
         process.stderr.write(`removed ${name}, left by a backup that did not finish\n`)

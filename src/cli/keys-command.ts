@@ -2,7 +2,7 @@
 import type { Command } from 'commander'
 import { clockFor } from '../server.js'
 import { durationArg, nameArg } from './args.js'
-import { commandConfig, UsageError, withStore } from './command-context.js'
+import { UsageError, withStore } from './command-context.js'
 import { createKeyCommand, listKeysCommand, revokeKeyCommand } from './keys.js'
 
 export function addKeysCommand(program: Command): void {
@@ -17,8 +17,7 @@ export function addKeysCommand(program: Command): void {
       durationArg,
     )
     .action(async (opts: { name: string; expiresIn?: number }) => {
-      const cfg = commandConfig()
-      await withStore(cfg, (store) =>
+      await withStore((store, cfg) =>
         createKeyCommand(store, clockFor(cfg), opts.name, opts.expiresIn ?? null, process.stdout),
       )
     })
@@ -27,8 +26,7 @@ export function addKeysCommand(program: Command): void {
     .description('list keys (ids, names, states; never the keys themselves)')
     .option('--json', 'print JSON instead of a table')
     .action(async (opts: { json?: boolean }) => {
-      const cfg = commandConfig()
-      await withStore(cfg, (store) =>
+      await withStore((store, cfg) =>
         listKeysCommand(store, clockFor(cfg), opts.json === true, process.stdout),
       )
     })
@@ -37,8 +35,7 @@ export function addKeysCommand(program: Command): void {
     .description('revoke a key by id; it is refused from its next request on')
     .argument('<id>', 'the key id shown by `keys list`')
     .action(async (id: string) => {
-      const cfg = commandConfig()
-      const revoked = await withStore(cfg, (store) =>
+      const revoked = await withStore((store, cfg) =>
         revokeKeyCommand(store, clockFor(cfg), id, process.stdout),
       )
       if (!revoked) throw new UsageError(`no active API key with id ${id}`)

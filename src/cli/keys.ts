@@ -54,14 +54,8 @@ export async function listKeysCommand(
     ...rows.map((r) => [r.id, r.name, r.state, r.createdAt, r.expiresAt ?? '-']),
   ]
   const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)))
-  for (const row of table) {
-    out.write(
-      `${row
-        .map((cell, i) => cell.padEnd(widths[i]!))
-        .join('  ')
-        .trimEnd()}\n`,
-    )
-  }
+  const lines = table.map((row) => row.map((cell, i) => cell.padEnd(widths[i]!)).join('  '))
+  out.write(`${lines.map((line) => line.trimEnd()).join('\n')}\n`)
 }
 
 export async function revokeKeyCommand(

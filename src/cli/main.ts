@@ -16,7 +16,7 @@ async function main(argv: string[]): Promise<void> {
       process.exitCode = err.exitCode === 0 ? 0 : USAGE_ERROR
       return
     }
-    // A ConfigError can also come from serve itself (an unreadable TLS file).
+    // An invalid setting (or an unreadable TLS file) is the operator's mistake too.
     if (err instanceof UsageError || err instanceof ConfigError) {
       process.stderr.write(`petstore: ${err.message}\n`)
       process.exitCode = USAGE_ERROR

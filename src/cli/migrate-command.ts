@@ -1,7 +1,7 @@
 // `petstore migrate`: brings the schema up to date, and says which migrations that took.
 import type { Command } from 'commander'
+import { loadConfig } from '../config.js'
 import { migrateStore, sqlitePathOf } from '../storage/open-store.js'
-import { commandConfig } from './command-context.js'
 
 /** A database URL fit to print: the password, if any, is masked. */
 function withoutPassword(url: string): string {
@@ -16,7 +16,7 @@ export function addMigrateCommand(program: Command): void {
     .command('migrate')
     .description('create the database or bring its schema up to date, then exit')
     .action(async () => {
-      const cfg = commandConfig()
+      const cfg = loadConfig()
       const migrated = await migrateStore(cfg)
       const kind = sqlitePathOf(cfg.databaseUrl) === null ? 'postgres' : 'sqlite'
       const applied = migrated.map((name) => `applied migration ${name}\n`).join('')

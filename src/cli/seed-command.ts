@@ -1,7 +1,7 @@
 // `petstore seed`'s options and help; the seeding itself is seed.ts.
 import { type Command, Option } from 'commander'
 import { wholeNumberArg } from './args.js'
-import { commandConfig, withStore } from './command-context.js'
+import { withStore } from './command-context.js'
 import {
   DEFAULT_BATCH_SIZE,
   MAX_BATCH_SIZE,
@@ -41,9 +41,8 @@ export function addSeedCommand(program: Command): void {
         'Progress goes to stderr (a bar on a terminal, a line per tenth otherwise), the summary to stdout.',
     )
     .action(async (opts: { count: number; status: SeedStatus; batchSize: number }) => {
-      const cfg = commandConfig()
       const now = () => performance.now()
-      await withStore(cfg, (store) =>
+      await withStore((store) =>
         seedCommand(
           store,
           opts,

@@ -1,22 +1,11 @@
 // The settings table config.ts parses them by, written for people: `serve --help`'s list, and
 // .env.example (`npm run env:example`).
+import { Help } from 'commander'
 import { settings } from '../config.js'
 
 /** Words of `text` in lines of at most `width` characters, each after `indent`. */
-function wrap(text: string, indent: string, width: number): string {
-  const lines: string[] = []
-  let line = ''
-  for (const word of text.split(/\s+/)) {
-    if (line !== '' && line.length + 1 + word.length > width) {
-      lines.push(indent + line)
-      line = word
-    } else {
-      line = line === '' ? word : `${line} ${word}`
-    }
-  }
-  if (line !== '') lines.push(indent + line)
-  return lines.join('\n')
-}
+const wrap = (text: string, indent: string, width: number) =>
+  new Help().boxWrap(text, width).replace(/^/gm, indent)
 
 export function settingsHelp(): string {
   const entries = settings.map((s) => {

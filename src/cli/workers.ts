@@ -1,34 +1,24 @@
-// `petstore serve --workers N`: N processes serving the API on one port through node:cluster.
-// The primary prepares the store once, then forks and watches the workers (supervisor.ts); it
-// hands connections to them in turn and never answers a request itself.
-import { hostname } from 'node:os'
-import { Writable } from 'node:stream'
+// `petstore serve --workers N`: N processes serving the API on one port through node:cluster. The
+// primary prepares the store once, forks the workers (serve-command.ts runs each) and watches them:
+// one start-up line once all listen, a new worker for one that dies, and on SIGTERM or SIGINT a
+// drain of every worker before it exits. Node's cluster hands connections to the workers in turn
+// (round robin, its default but on Windows); the primary never answers a request itself.
+import cluster, { type Worker } from 'node:cluster'
+import { pino } from 'pino'
 import { AggregatorRegistry, type PrometheusContentType } from 'prom-client'
 import type { Config } from '../config.js'
 import { loadTls } from '../http/tls.js'
-import { isPretty, prettyStream } from '../observability/logging.js'
+import { LogDestination } from '../observability/log-destination.js'
+import { loggerOptions } from '../observability/logging.js'
 import { startMetricsServer } from '../observability/metrics-server.js'
-import { clockFor, ensureBootstrapKey, type RunningServer, startServer } from '../server.js'
+import { clockFor, ensureBootstrapKey, LISTENING_BANNER, METRICS_BANNER } from '../server.js'
 import { openStore } from '../storage/open-store.js'
-import { type ListeningMessage, type Log, Supervisor } from './supervisor.js'
 
 export const MAX_WORKERS = 64
-
-/**
- * SIGTERM or SIGINT: drain (`RunningServer.stop`), then end the process, 0 when all went well.
- * Ctrl-C comes from someone at a terminal, not from an orchestrator: no load balancer to wait for.
- */
-export function drainAndExit(server: RunningServer, cfg: Config, signal: NodeJS.Signals): void {
-  const drainDelayMs = signal === 'SIGINT' ? 0 : cfg.drainDelayMs
-  server.app.log.info({ signal, drainDelayMs }, 'draining before exit')
-  server
-    .stop({ drainDelayMs })
-    .then(() => process.exit(0))
-    .catch((err) => {
-      server.app.log.error({ err }, 'shutdown failed')
-      process.exit(1)
-    })
-}
+/** A worker that dies sooner than this after its start was failing: the next wait doubles. */
+const STABLE_AFTER_MS = 10_000
+const FIRST_RESTART_DELAY_MS = 100
+const MAX_RESTART_DELAY_MS = 5_000
 
 /** The primary's metrics: each scrape asks every worker for its figures and sums them. */
 class ClusterRegistry extends AggregatorRegistry<PrometheusContentType> {
@@ -37,52 +27,7 @@ class ClusterRegistry extends AggregatorRegistry<PrometheusContentType> {
   }
 }
 
-const LEVELS = { fatal: 60, error: 50, warn: 40, info: 30, debug: 20, trace: 10, silent: 100 }
-
-/** The primary's own log lines, in the shape and format of the workers' (pino's JSON, or pretty). */
-function primaryLog(cfg: Config): Log {
-  const sink = isPretty(cfg.logFormat, process.stdout.isTTY === true)
-    ? prettyStream(process.stdout.isTTY === true)
-    : process.stdout
-  const base = { pid: process.pid, hostname: hostname() }
-  return (level, fields, msg) => {
-    if (LEVELS[level] < LEVELS[cfg.logLevel]) return
-    sink.write(
-      `${JSON.stringify({ level: LEVELS[level], time: Date.now(), ...base, ...fields, msg })}\n`,
-    )
-  }
-}
-
-/** Worker side: serve as one process would, but announce readiness to the primary. */
-export async function runWorker(cfg: Config): Promise<void> {
-  let signal: NodeJS.Signals | null = null
-  let server: RunningServer | null = null
-  // Installed before the start, so a signal during it is honoured once the server is up. A second
-  // signal is ignored: a terminal's Ctrl-C or systemd reach the whole group, and the primary
-  // forwards the same signal again.
-  const onSignal = (s: NodeJS.Signals) => {
-    if (signal !== null) return
-    signal = s
-    if (server !== null) drainAndExit(server, cfg, s)
-  }
-  process.on('SIGTERM', onSignal)
-  process.on('SIGINT', onSignal)
-  // Workers cannot share a metrics port: the primary serves them all, asking each for its figures.
-  // The start-up lines are the primary's to print, once for all workers.
-  const quiet = new Writable({ write: (_chunk, _encoding, done) => done() })
-  server = await startServer({ ...cfg, metricsPort: null }, quiet)
-  new AggregatorRegistry()
-  AggregatorRegistry.setRegistries([server.metrics.registry])
-  const ready: ListeningMessage = {
-    type: 'petstore:listening',
-    address: server.address,
-    storeKind: server.store.kind,
-  }
-  process.send?.(ready)
-  if (signal !== null) drainAndExit(server, cfg, signal)
-}
-
-/** Primary side: prepare the store once, then run and watch `count` workers until a signal. */
+/** Prepares the store, then runs `count` workers until a signal; exits with the overall status. */
 export async function runPrimary(
   cfg: Config,
   count: number,
@@ -102,5 +47,89 @@ export async function runPrimary(
     cfg.metricsPort === null
       ? null
       : await startMetricsServer(new ClusterRegistry(), cfg.metricsHost, cfg.metricsPort)
-  new Supervisor(primaryLog(cfg), count, out, metricsServer).start()
+  // The primary's own lines, in the shape and format of the workers', but each written at once
+  // (not at the end of the turn), so that they come before what the workers log in answer.
+  const { stream, ...options } = loggerOptions(cfg)
+  const log = pino(options, stream instanceof LogDestination ? process.stdout : stream)
+  const live = new Map<number, Worker>()
+  /** Deaths in a row of each slot's workers, each soon after its start. */
+  const quickDeaths = new Array<number>(count).fill(0)
+  let phase: 'starting' | 'running' | 'stopping' = 'starting'
+  let stopSignal: NodeJS.Signals = 'SIGTERM'
+  let listening = 0
+  let exitCode = 0
+
+  const exitIfAllStopped = () => {
+    if (live.size > 0) return
+    log[exitCode === 0 ? 'info' : 'error']({ exitCode }, 'all workers stopped')
+    const exit = () => process.exit(exitCode)
+    void Promise.resolve(metricsServer?.close()).then(exit, exit)
+  }
+  /** Forwards the signal to every worker; each drains as a single process would. */
+  const stop = (signal: NodeJS.Signals) => {
+    phase = 'stopping'
+    stopSignal = signal
+    for (const worker of live.values()) worker.process.kill(signal)
+    exitIfAllStopped()
+  }
+  const fork = (slot: number) => {
+    const worker = cluster.fork()
+    const forkedAt = Date.now()
+    const fields = { worker: slot + 1, workerPid: worker.process.pid }
+    let isListening = false
+    live.set(slot, worker)
+    worker.on('error', (err: Error) =>
+      log.warn({ ...fields, err: err.message }, 'worker channel error'),
+    )
+    worker.on('message', (message: { listening?: unknown } | null) => {
+      if (typeof message?.listening !== 'string') return
+      isListening = true
+      log.info(fields, 'worker listening')
+      if (phase !== 'starting' || ++listening < count) return
+      phase = 'running'
+      // One line for all workers, in the single process's form, so scripts can wait for it.
+      out.write(
+        `${LISTENING_BANNER} ${message.listening} (store: ${store.kind}, workers: ${count})\n`,
+      )
+      if (metricsServer) out.write(`${METRICS_BANNER} ${metricsServer.url}\n`)
+    })
+    worker.on('exit', (code: number | null, signal: NodeJS.Signals | null) => {
+      live.delete(slot)
+      const exited = { ...fields, code, signal }
+      if (phase === 'running') {
+        quickDeaths[slot] = Date.now() - forkedAt < STABLE_AFTER_MS ? quickDeaths[slot]! + 1 : 0
+        const wait = FIRST_RESTART_DELAY_MS * 2 ** Math.max(0, quickDeaths[slot]! - 1)
+        const restartInMs = Math.min(wait, MAX_RESTART_DELAY_MS)
+        log.warn({ ...exited, restartInMs }, 'worker exited unexpectedly; starting another')
+        setTimeout(() => {
+          if (phase === 'running') fork(slot)
+        }, restartInMs)
+      } else if (phase === 'starting') {
+        // A worker that cannot start (port taken, database refused) will not fare better on retry:
+        // stop like a single process would, with its exit status.
+        log.error(exited, 'worker failed to start; stopping the others')
+        exitCode = code || 1
+        stop('SIGINT')
+      } else {
+        // One still starting may end by the forwarded signal itself: it had nothing to drain.
+        if (code !== 0 && (isListening || signal !== stopSignal)) {
+          log.error(
+            exited,
+            isListening ? 'worker failed to stop cleanly' : 'worker failed to start',
+          )
+          exitCode ||= 1
+        }
+        exitIfAllStopped()
+      }
+    })
+  }
+
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (phase === 'stopping') return
+    log.info({ signal, workers: count }, 'stopping workers')
+    stop(signal)
+  }
+  process.on('SIGTERM', onSignal)
+  process.on('SIGINT', onSignal)
+  for (let slot = 0; slot < count; slot++) fork(slot)
 }

@@ -1,18 +1,98 @@
-// Who sent a request and how it was addressed behind proxies, by one rule for the routes and the
-// fast lane: X-Forwarded-For is walked from the right (the peer is hop 0) while hops are trusted,
-// the last hop reached is the client, and X-Forwarded-Proto and -Host are read at that hop's place.
+// Who sent a request and how it was addressed behind proxies: X-Forwarded-For is walked from the
+// right (the peer is hop 0) while hops are trusted, the last hop reached is the client, and
+// X-Forwarded-Proto and -Host are read at that hop's place. Ranges are matched by proxy-addr.
 import type { IncomingMessage } from 'node:http'
 import { isIP } from 'node:net'
 import type { TLSSocket } from 'node:tls'
+import proxyAddr from '@fastify/proxy-addr'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { inRanges, parseRange, type Range } from './address-ranges.js'
 import { isAuthority } from './authority.js'
 
 /**
  * PETSTORE_TRUST_PROXY: trust no peer (false), any (true), the nearest hops whatever their
- * address (a number), or proxies at these addresses and CIDRs (a list).
+ * address (a number), or proxies at these addresses and CIDRs, or proxy-addr's range names.
  */
 export type TrustProxy = boolean | number | readonly string[]
+
+/** Whether the hop at `address`, `hop` steps from the service (its peer is 0), is a proxy. */
+type Trusts = (address: string, hop: number) => boolean
+
+const RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal']
+
+/**
+ * Node forgets the peer of a connection closed before anything asked for it; the unspecified
+ * address stands for it there, so that the client address is an address in every case.
+ */
+const UNKNOWN_PEER = '0.0.0.0'
+
+/** The eight groups of an IPv6 address (no zone) in hex, expanded from URL's canonical form. */
+function ipv6Groups(address: string): string[] {
+  const [head = '', tail = ''] = new URL(`http://[${address}]`).hostname.slice(1, -1).split('::')
+  const left = head === '' ? [] : head.split(':')
+  const right = tail === '' ? [] : tail.split(':')
+  return [...left, ...new Array<string>(8 - left.length - right.length).fill('0'), ...right]
+}
+
+/** `::ffff:a.b.c.d` is an IPv4 address written for an IPv6 socket. */
+const isIpv4Mapped = (g: string[]) => g.slice(0, 6).join(':') === '0:0:0:0:0:ffff'
+
+/** ipaddr.js (under proxy-addr) reads the deprecated `::a.b.c.d` as `::ffff:a.b.c.d`: not so here. */
+const compatible = (address: string) => address.replace(/^::(?=[0-9]+\.)/, '::0:')
+
+/**
+ * The trust rule of the setting. A list entry must be a range name or an address (no zone) with
+ * an optional prefix length; throws otherwise, since proxy-addr alone also takes netmasks, forms
+ * such as `127.1`, zones, and IPv4-mapped ranges wider than the IPv4 space, which match nothing.
+ */
+export function compileTrust(trust: TrustProxy): Trusts {
+  if (typeof trust === 'boolean') return () => trust
+  if (typeof trust === 'number') return (_address, hop) => hop < trust
+  for (const entry of trust) {
+    if (RANGE_NAMES.includes(entry)) continue
+    const [, address = '', bits] = /^([^/%]*)(?:\/([0-9]{1,3}))?$/.exec(entry) ?? []
+    const family = isIP(address)
+    const mapped = family === 6 && bits !== undefined && isIpv4Mapped(ipv6Groups(address))
+    if (family === 0 || (mapped && Number(bits) < 96)) throw new Error(`not a range: ${entry}`)
+  }
+  const trusts = proxyAddr.compile(trust.map(compatible))
+  return (address, hop) => trusts(compatible(address), hop)
+}
+
+/**
+ * The network a client address stands for, by which failed authentications are counted: an IPv4
+ * address itself (an IPv4-mapped one too), and the /64 of an IPv6 address, since a home or a host
+ * is given a /64 and picks addresses in it freely. A zone is kept: it names a link of this host,
+ * which no client chooses. Text that is no IP address stands for itself.
+ */
+export function clientNetwork(address: string): string {
+  const zone = address.indexOf('%')
+  const ip = zone === -1 ? address : address.slice(0, zone)
+  if (isIP(ip) !== 6) return isIP(ip) === 4 ? ip : address
+  const g = ipv6Groups(ip)
+  if (isIpv4Mapped(g)) {
+    const n = Number.parseInt(g[6]! + g[7]!.padStart(4, '0'), 16)
+    return [n >>> 24, (n >> 16) & 255, (n >> 8) & 255, n & 255].join('.')
+  }
+  return `${g.slice(0, 4).join(':')}::${zone === -1 ? '' : address.slice(zone)}/64`
+}
+
+/**
+ * An X-Forwarded-For entry that may be a client address: an IP address (45 characters at most),
+ * without the zone of another host's interface. Anything else (`unknown`, `unix:`, a port, any
+ * text a client wrote) ends the walk, so it never becomes the address logs and limits are keyed by.
+ */
+const isAddress = (entry: string) => entry.length <= 45 && !entry.includes('%') && isIP(entry) !== 0
+
+/** The `n`th comma-separated entry from the right (1 is the last), trimmed; undefined if none. */
+function entryFromRight(value: string | string[] | undefined, n: number): string | undefined {
+  if (typeof value !== 'string') return undefined
+  let end = value.length
+  for (let i = 1; i < n; i++) {
+    end = value.lastIndexOf(',', end - 1)
+    if (end <= 0) return undefined
+  }
+  return value.slice(value.lastIndexOf(',', end - 1) + 1, end).trim()
+}
 
 export interface RequestOrigin {
   /** The client's address: always an IP address. */
@@ -22,76 +102,20 @@ export interface RequestOrigin {
   protocol: 'http' | 'https'
 }
 
-/** The names proxy-addr (Fastify's trustProxy) gives to address ranges. */
-const NAMED_RANGES = new Map([
-  ['loopback', ['127.0.0.1/8', '::1/128']],
-  ['linklocal', ['169.254.0.0/16', 'fe80::/10']],
-  ['uniquelocal', ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7']],
-])
-
-/** The longest text of an IP address (an IPv6 address ending in a dotted IPv4 one). */
-const MAX_ADDRESS_LENGTH = 45
-/**
- * Node forgets the peer of a connection closed before anything asked for it; the unspecified
- * address stands for it there, so that the client address is an address in every case.
- */
-const UNKNOWN_PEER = '0.0.0.0'
-
-/** Whether the hop at `address`, `hop` steps from the service (its peer is 0), is a proxy. */
-type Trusts = (address: string, hop: number) => boolean
-
-/** The trust rule of the setting; throws on a list entry that is no address, CIDR or range name. */
-export function compileTrust(trust: TrustProxy): Trusts {
-  if (trust === true) return () => true
-  if (trust === false) return () => false
-  if (typeof trust === 'number') return (_address, hop) => hop < trust
-  const ranges: Range[] = trust.flatMap((entry) =>
-    (NAMED_RANGES.get(entry) ?? [entry]).map(parseRange),
-  )
-  return (address) => inRanges(ranges, address)
-}
-
-/**
- * An X-Forwarded-For entry that may be a client address: an IP address, without the zone of
- * another host's interface. Anything else (`unknown`, `unix:`, a port, any text a client wrote)
- * ends the walk, so it can never become the address that logs and rate limits are keyed by.
- */
-function isAddress(entry: string): boolean {
-  return entry.length <= MAX_ADDRESS_LENGTH && !entry.includes('%') && isIP(entry) !== 0
-}
-
-/** The `n`th comma-separated entry from the right (1 is the last), trimmed; undefined if none. */
-function entryFromRight(value: string | string[] | undefined, n: number): string | undefined {
-  if (typeof value !== 'string') return undefined
-  let end = value.length
-  for (let i = 1; ; i++) {
-    const comma = value.lastIndexOf(',', end - 1)
-    if (i === n) return value.slice(comma + 1, end).trim()
-    if (comma === -1) return undefined
-    end = comma
-  }
-}
-
-/** The host the request names itself: HTTP/2's :authority before Host; '' when it names none. */
-function connectionHost(req: IncomingMessage): string {
-  const h = req.headers
-  const authority = req.httpVersionMajor === 2 ? h[':authority'] : undefined
-  return (typeof authority === 'string' ? authority : h.host) ?? ''
-}
-
 /** Reads a request's origin by the setting's rule; each call reads the headers afresh. */
 export type OriginOf = (req: IncomingMessage) => RequestOrigin
 
 export function createOriginOf(trust: TrustProxy): OriginOf {
   const trusts = compileTrust(trust)
   return (req) => {
+    const h = req.headers
     const protocol = (req.socket as TLSSocket).encrypted ? 'https' : 'http'
-    const peer = req.socket.remoteAddress ?? UNKNOWN_PEER
-    const host = connectionHost(req)
-    const forwardedFor = req.headers['x-forwarded-for']
-    if (typeof forwardedFor !== 'string' || !trusts(peer, 0)) return { ip: peer, host, protocol }
-    let ip = peer
+    const authority = req.httpVersionMajor === 2 ? h[':authority'] : undefined
+    const host = (typeof authority === 'string' ? authority : h.host) ?? ''
+    const forwardedFor = h['x-forwarded-for']
+    let ip = req.socket.remoteAddress ?? UNKNOWN_PEER
     let hop = 0
+    if (typeof forwardedFor !== 'string' || !trusts(ip, 0)) return { ip, host, protocol }
     for (let end = forwardedFor.length; end > 0; ) {
       const comma = forwardedFor.lastIndexOf(',', end - 1)
       const entry = forwardedFor.slice(comma + 1, end).trim()
@@ -102,7 +126,6 @@ export function createOriginOf(trust: TrustProxy): OriginOf {
       end = comma
     }
     if (hop === 0) return { ip, host, protocol }
-    const h = req.headers
     const forwardedProto = entryFromRight(h['x-forwarded-proto'], hop)?.toLowerCase()
     const forwardedHost = entryFromRight(h['x-forwarded-host'], hop)
     return {
@@ -115,23 +138,15 @@ export function createOriginOf(trust: TrustProxy): OriginOf {
 
 /**
  * Gives Fastify's request.ip, host and protocol (and so hostname and port) this module's rule.
- * Fastify's own trustProxy must be off: its getters would stand in the way of these, and it reads
- * X-Forwarded-Proto and -Host at their last entry whatever hop the address came from.
+ * Fastify's own trustProxy must be off: it reads X-Forwarded-Proto and -Host at their last entry
+ * whatever hop the address came from, unchecked, and takes any X-Forwarded-For entry as a client.
  */
 export function registerForwarding(app: FastifyInstance, originOf: OriginOf): void {
-  app.decorateRequest('ip', {
-    getter(this: FastifyRequest) {
-      return originOf(this.raw).ip
-    },
-  })
-  app.decorateRequest('host', {
-    getter(this: FastifyRequest) {
-      return originOf(this.raw).host
-    },
-  })
-  app.decorateRequest('protocol', {
-    getter(this: FastifyRequest) {
-      return originOf(this.raw).protocol
-    },
-  })
+  for (const key of ['ip', 'host', 'protocol'] as const) {
+    app.decorateRequest(key, {
+      getter(this: FastifyRequest) {
+        return originOf(this.raw)[key]
+      },
+    })
+  }
 }

@@ -3,31 +3,24 @@ import type { FastifyInstance } from 'fastify'
 import { ApiError } from '../errors.js'
 import type { Store } from '../storage/store.js'
 
-export interface HealthOptions {
-  store: Store
-  /** True once the process has been told to stop: readiness then answers 503. */
-  isDraining: () => boolean
-}
-
-export async function healthRoutes(app: FastifyInstance, opts: HealthOptions): Promise<void> {
-  const hidden = { hide: true }
-  app.get(
-    '/healthz',
-    { config: { public: true, operation: 'healthz' }, schema: hidden },
-    async () => ({ status: 'ok' }),
-  )
-  app.get(
-    '/readyz',
-    { config: { public: true, operation: 'readyz' }, schema: hidden },
-    async (request) => {
-      if (opts.isDraining()) throw new ApiError('service_unavailable', 'shutting down')
-      try {
-        await opts.store.ping()
-      } catch (err) {
-        request.log.warn({ err }, 'storage is not reachable')
-        throw new ApiError('service_unavailable', 'storage is not reachable')
-      }
-      return { status: 'ready' }
-    },
-  )
+export async function healthRoutes(
+  app: FastifyInstance,
+  /** isDraining: true once the process has been told to stop; readiness then answers 503. */
+  opts: { store: Store; isDraining: () => boolean },
+): Promise<void> {
+  const route = (operation: string) => ({
+    config: { public: true, operation },
+    schema: { hide: true },
+  })
+  app.get('/healthz', route('healthz'), async () => ({ status: 'ok' }))
+  app.get('/readyz', route('readyz'), async (request) => {
+    if (opts.isDraining()) throw new ApiError('service_unavailable', 'shutting down')
+    try {
+      await opts.store.ping()
+    } catch (err) {
+      request.log.warn({ err }, 'storage is not reachable')
+      throw new ApiError('service_unavailable', 'storage is not reachable')
+    }
+    return { status: 'ready' }
+  })
 }

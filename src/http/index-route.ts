@@ -2,20 +2,15 @@
 // document, rather than a bare 404. Public, outside /v1, not part of the API it describes.
 import type { FastifyInstance } from 'fastify'
 
-export interface IndexRouteOptions {
-  docsUrl: string
-  specUrl: string
-}
-
-export async function indexRoute(app: FastifyInstance, opts: IndexRouteOptions): Promise<void> {
+export async function indexRoute(
+  app: FastifyInstance,
+  opts: { docsUrl: string; specUrl: string },
+): Promise<void> {
   // RFC 8631's relations, so that tools can follow them as well as people.
   const link = `<${opts.docsUrl}>; rel="service-doc", <${opts.specUrl}>; rel="service-desc"`
-  app.get(
-    '/',
-    { config: { public: true, operation: 'index' }, schema: { hide: true } },
-    async (_request, reply) => {
-      reply.header('link', link)
-      return { docs: opts.docsUrl, openapi: opts.specUrl }
-    },
-  )
+  const config = { public: true, operation: 'index' }
+  app.get('/', { config, schema: { hide: true } }, async (_request, reply) => {
+    reply.header('link', link)
+    return { docs: opts.docsUrl, openapi: opts.specUrl }
+  })
 }

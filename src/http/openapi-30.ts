@@ -1,38 +1,29 @@
 // The OpenAPI 3.0 rendition of the 3.1 document, for tools that read only 3.0 (Dredd,
 // openapi-diff, gateways' importers). What changes is listed in docs/api-behaviour.md.
 
-type Json = unknown
-type Obj = Record<string, Json>
+type Obj = Record<string, unknown>
 
-export const OPENAPI_30_VERSION = '3.0.3'
+const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v)
+const mapValues = (o: Obj, f: (v: unknown) => unknown): Obj =>
+  Object.fromEntries(Object.entries(o).map(([k, v]) => [k, f(v)]))
 
-const isObj = (v: Json): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v)
-
-/** Keys of a schema whose value is data (an example, a default, an enum's values), not a schema. */
-const SCHEMA_DATA = new Set(['example', 'examples', 'default', 'enum', 'const'])
 const SUBSCHEMA = new Set(['items', 'additionalProperties', 'not', 'contains', 'propertyNames'])
 const SUBSCHEMA_LISTS = new Set(['allOf', 'anyOf', 'oneOf', 'prefixItems'])
 const SUBSCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs'])
 
-const mapValues = (o: Obj, f: (v: Json) => Json): Obj =>
-  Object.fromEntries(Object.entries(o).map(([k, v]) => [k, f(v)]))
-
-/** One JSON Schema 2020-12 object, and those inside it, as the OpenAPI 3.0 Schema Object says it. */
-function schema30(node: Json): Json {
+/**
+ * One JSON Schema 2020-12 object, and those inside it, as the OpenAPI 3.0 Schema Object says it:
+ * `const`, `examples`, type arrays and numeric exclusive bounds the 3.0 way.
+ */
+function schema30(node: unknown): unknown {
   if (!isObj(node)) return node
   const out: Obj = {}
-  for (const [key, value] of Object.entries(node)) {
-    if (SCHEMA_DATA.has(key)) out[key] = value
-    else if (SUBSCHEMA.has(key)) out[key] = schema30(value)
-    else if (SUBSCHEMA_LISTS.has(key) && Array.isArray(value)) out[key] = value.map(schema30)
-    else if (SUBSCHEMA_MAPS.has(key) && isObj(value)) out[key] = mapValues(value, schema30)
-    else out[key] = value
+  for (const [k, v] of Object.entries(node)) {
+    if (SUBSCHEMA.has(k)) out[k] = schema30(v)
+    else if (SUBSCHEMA_LISTS.has(k) && Array.isArray(v)) out[k] = v.map(schema30)
+    else if (SUBSCHEMA_MAPS.has(k) && isObj(v)) out[k] = mapValues(v, schema30)
+    else out[k] = v
   }
-  return downgradeKeywords(node, out)
-}
-
-/** The keywords 3.0 lacks, said its way: `const`, `examples`, type arrays, numeric exclusive bounds. */
-function downgradeKeywords(node: Obj, out: Obj): Obj {
   if ('const' in node) {
     delete out.const
     out.enum = [node.const]
@@ -47,20 +38,18 @@ function downgradeKeywords(node: Obj, out: Obj): Obj {
     out.type = types[0]
     if (types.length < node.type.length) out.nullable = true
   }
-  for (const [bound, plain] of [
-    ['exclusiveMinimum', 'minimum'],
-    ['exclusiveMaximum', 'maximum'],
-  ] as const) {
-    if (typeof node[bound] === 'number' || typeof node[bound] === 'bigint') {
-      out[plain] = node[bound]
-      out[bound] = true
+  for (const bound of ['Minimum', 'Maximum']) {
+    const value = node[`exclusive${bound}`]
+    if (typeof value === 'number' || typeof value === 'bigint') {
+      out[bound.toLowerCase()] = value
+      out[`exclusive${bound}`] = true
     }
   }
   return out
 }
 
 /** The document outside schemas: each `schema`, and each of `components.schemas`, converted. */
-function walk(node: Json, key = ''): Json {
+function walk(node: unknown, key = ''): unknown {
   if (Array.isArray(node)) return node.map((n) => walk(n))
   if (!isObj(node)) return node
   if (key === 'schema') return schema30(node)
@@ -76,11 +65,10 @@ function walk(node: Json, key = ''): Json {
 /** The 3.1 document (as @fastify/swagger gives it, int64 bounds as BigInts) written as 3.0. */
 export function toOpenApi30(doc: Obj): Obj {
   const { openapi: _version, webhooks: _webhooks, jsonSchemaDialect: _dialect, ...rest } = doc
-  const info = { ...(doc.info as Obj) }
-  delete info.summary
+  const { summary: _summary, ...info } = doc.info as Obj
   if (isObj(info.license)) {
     const { identifier: _identifier, ...license } = info.license
     info.license = license
   }
-  return { openapi: OPENAPI_30_VERSION, ...(walk({ ...rest, info }) as Obj) }
+  return { openapi: '3.0.3', ...(walk({ ...rest, info }) as Obj) }
 }

@@ -1,5 +1,5 @@
-// One log line per request, with what an operator asks of it (request-line.ts): on Fastify's path
-// through its log controller, in the fast lane through requestLineWriter.
+// One `request completed` line per request, and the request's own logger, made when first used.
+// Headers are never logged, so no key can leak through a log.
 import type { Http2ServerRequest } from 'node:http2'
 import {
   type FastifyBaseLogger,
@@ -7,61 +7,24 @@ import {
   type FastifyRequest,
   LogController,
 } from 'fastify'
-import type pino from 'pino'
-import { defaultPinoStream, type PinoStream, writesAsPino } from './pino-compat.js'
-import { COMPLETED, type CompletedRequest, requestLine } from './request-line.js'
-import { INFO, type LineJson, lineJson } from './request-line-json.js'
-
-export {
-  type CompletedRequest,
-  durationText,
-  LOGGED_URL_MAX,
-  requestLine,
-} from './request-line.js'
-
-/** Writes one `request completed` line. */
-export type RequestLineWriter = (r: CompletedRequest) => void
+import type { Bindings, ChildLoggerOptions } from 'pino'
 
 /**
- * The fast lane's `request completed` lines, written straight to the logger's stream with the
- * bytes pino would write, since pino's generic path is a sizeable share of a request. Where that
- * cannot be shown to match (pino-compat.ts), every line goes through `logger.info`.
+ * Longest `url` a line keeps, so that a client's long URLs cannot flood the log. The start of a
+ * URL is what tells requests apart, and its length says the rest was there.
  */
-export function requestLineWriter(logger: FastifyBaseLogger): RequestLineWriter {
-  const viaPino: RequestLineWriter = (r) => logger.info(requestLine(r), COMPLETED)
-  const target = defaultPinoStream(logger)
-  if (target === null) return viaPino
-  const line = lineJson()
-  if (!writesAsPino(logger, target, line)) return viaPino
-  return directWriter(logger, target, line)
-}
+export const LOGGED_URL_MAX = 256
 
-function directWriter(
-  logger: FastifyBaseLogger,
-  target: PinoStream,
-  line: LineJson,
-): RequestLineWriter {
-  const write = target.stream.write.bind(target.stream)
-  const pinoLogger = logger as unknown as pino.Logger
-  const chindings = target.chindings
-  // The line's head (level, time, the logger's bindings) is built once per millisecond: Date.now()
-  // is past the small integers whose text V8 keeps, so each conversion costs.
-  let timeMs = -1
-  let head = ''
-  return (r) => {
-    if (!pinoLogger.isLevelEnabled('info')) return
-    const now = Date.now()
-    if (now !== timeMs) {
-      timeMs = now
-      head = `{"level":${INFO},"time":${now}${chindings}`
-    }
-    write(line(r, head))
-  }
+/** The URL as logged: at most LOGGED_URL_MAX characters, then `…` and the whole length. */
+export function loggedUrl(url: string): string {
+  if (url.length <= LOGGED_URL_MAX) return url
+  // Never between the two halves of a surrogate pair, which JSON would have to escape.
+  const last = url.charCodeAt(LOGGED_URL_MAX - 1)
+  const end = last >= 0xd800 && last <= 0xdbff ? LOGGED_URL_MAX - 1 : LOGGED_URL_MAX
+  return `${url.slice(0, end)}…(${url.length} characters)`
 }
 
 export class RequestLogController extends LogController {
-  /** Made at the first line, from the root logger: the line names its request itself. */
-  private write: RequestLineWriter | undefined
   /** HTTP/1 requests whose line Fastify has asked for. */
   private readonly reported = new WeakSet<FastifyRequest>()
 
@@ -70,9 +33,9 @@ export class RequestLogController extends LogController {
   }
 
   /**
-   * Fastify reports an HTTP/1 answer once it is written in full, and one cut short (its client
-   * stopped reading, or went away) not at all: that one gets its line when its connection ends.
-   * One that never began (the client went before it) has no status to tell, and no line.
+   * No `incoming request` line. Fastify reports an HTTP/1 answer once it is written in full, and
+   * one cut short (its client stopped reading, or went away) not at all: that one gets its line
+   * when its connection ends. One that never began has no status to tell, and no line.
    */
   override incomingRequest(request: FastifyRequest, reply: FastifyReply): void {
     if (request.raw.httpVersionMajor !== 1) return
@@ -89,8 +52,14 @@ export class RequestLogController extends LogController {
     request: FastifyRequest,
     reply: FastifyReply,
   ): void {
-    if (request.raw.httpVersionMajor === 1) this.reported.add(request)
-    this.completed(error, request, reply, deliveredOverHttp2(request))
+    if (request.raw.httpVersionMajor === 1) {
+      this.reported.add(request)
+      this.completed(error, request, reply, true)
+    } else {
+      // Fastify hears an HTTP/2 `finish` when the stream closes, however much of the answer went.
+      const { stream } = request.raw as unknown as Http2ServerRequest
+      this.completed(error, request, reply, stream.writableFinished)
+    }
   }
 
   /** An answer cut short is its request line's `delivered: false`, not a line of its own. */
@@ -105,33 +74,69 @@ export class RequestLogController extends LogController {
     reply: FastifyReply,
     delivered: boolean,
   ): void {
-    const completed: CompletedRequest = {
+    const fields = {
       requestId: request.id,
       // The same name the metrics use: `unknown` when no route matched.
       operation: request.routeOptions.config.operation ?? 'unknown',
       method: request.method,
-      url: request.url,
+      url: loggedUrl(request.url),
       status: reply.statusCode,
-      elapsedMs: reply.elapsedTime,
+      // pino leaves out undefined fields.
+      delivered: delivered ? undefined : false,
+      durationMs: Math.round(reply.elapsedTime * 100) / 100,
       apiKeyName: request.apiKey?.name,
       remoteAddress: request.ip,
     }
-    if (!delivered) completed.delivered = false
-    if (error) {
-      const { requestId: _, ...line } = requestLine(completed)
-      reply.log.error({ ...line, err: error }, 'request errored')
-    } else {
-      this.write ??= requestLineWriter(reply.server.log)
-      this.write(completed)
-    }
+    // Through the root logger, naming its request itself: a request's child logger costs its
+    // bindings' serialization, about 4% of a get (docs/performance.md).
+    const log = reply.server.log
+    if (error) log.error({ ...fields, err: error }, 'request errored')
+    else log.info(fields, 'request completed')
   }
 }
 
-/**
- * Over HTTP/2, Fastify hears `finish` when the stream closes, however much of its answer went:
- * the answer was delivered when the stream's own writing side finished.
- */
-function deliveredOverHttp2(request: FastifyRequest): boolean {
-  if (request.raw.httpVersionMajor !== 2) return true
-  return (request.raw as unknown as Http2ServerRequest).stream.writableFinished
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+
+/** A request's logger that makes its pino child at its first line: most requests log none. */
+class LazyChild {
+  private made: FastifyBaseLogger | undefined
+
+  constructor(
+    private readonly parent: FastifyBaseLogger,
+    private readonly bindings: Bindings,
+    private readonly options: ChildLoggerOptions,
+  ) {}
+
+  get log(): FastifyBaseLogger {
+    this.made ??= this.parent.child(this.bindings, this.options)
+    return this.made
+  }
+
+  get level(): string {
+    return this.log.level
+  }
+
+  set level(level: string) {
+    this.log.level = level
+  }
+
+  child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
+    return this.log.child(bindings, options)
+  }
+}
+for (const level of LEVELS) {
+  Object.defineProperty(LazyChild.prototype, level, {
+    value(this: LazyChild, ...args: unknown[]) {
+      return Reflect.apply(this.log[level], this.log, args)
+    },
+  })
+}
+
+/** Fastify's childLoggerFactory. */
+export function lazyChildLogger(
+  parent: FastifyBaseLogger,
+  bindings: Bindings,
+  options: ChildLoggerOptions,
+): FastifyBaseLogger {
+  return new LazyChild(parent, bindings, options) as unknown as FastifyBaseLogger
 }

@@ -8,11 +8,10 @@ export interface ValidationIssue {
   parentSchema?: { minLength?: number; maxLength?: number; 'x-pattern-message'?: string }
 }
 
-const PARTS: Record<string, (name: string) => string> = {
-  body: (name) => `field '${name}'`,
-  querystring: (name) => `query parameter '${name}'`,
-  params: (name) => `path parameter '${name}'`,
-  headers: (name) => `header '${name}'`,
+const PARTS: Record<string, string> = {
+  querystring: 'query parameter',
+  params: 'path parameter',
+  headers: 'header',
 }
 
 const TYPE_NAMES: Record<string, string> = {
@@ -23,24 +22,17 @@ const TYPE_NAMES: Record<string, string> = {
 }
 
 /** A field name from the body as a message repeats it: the whole body may be one long name. */
-const SHOWN_NAME_MAX = 64
-const shownName = (name: string) =>
-  name.length <= SHOWN_NAME_MAX ? name : `${name.slice(0, SHOWN_NAME_MAX)}…`
+const shownName = (name: string) => (name.length <= 64 ? name : `${name.slice(0, 64)}…`)
 
 /** A 400 message that names the offending field or parameter. */
 export function describeValidation(context: string, issue: ValidationIssue): string {
   const name = issue.instancePath.split('/').filter(Boolean).join('.')
-  const what = name
-    ? (PARTS[context] ?? PARTS.body!)(name)
-    : context === 'body'
-      ? 'request body'
-      : context
+  const body = context === 'body'
+  const what = name ? `${PARTS[context] ?? 'field'} '${name}'` : body ? 'request body' : context
   const p = issue.params
   switch (issue.keyword) {
     case 'required':
-      return context === 'body'
-        ? `missing required field '${p.missingProperty}'`
-        : `missing required ${context} '${p.missingProperty}'`
+      return `missing required ${body ? 'field' : context} '${p.missingProperty}'`
     case 'additionalProperties':
       return p.additionalProperty === 'id'
         ? `field 'id' must not be sent: the service assigns ids`

@@ -2,7 +2,6 @@
 // so every app built in a test starts from zero and nothing is shared between instances.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 import type { Store } from '../storage/store.js'
-import { RequestMetrics } from './request-metrics.js'
 
 /** The calls of one deprecated operation by one API key, as src/pets/deprecation.ts counts them. */
 export interface DeprecatedCalls {
@@ -22,22 +21,27 @@ export interface RequestLabels {
 
 /** Request latencies of an in-process catalogue: mostly well under 10 ms, tail up to seconds. */
 const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+const REQUEST_LABELS = ['operation', 'method', 'status'] as const
 const BATCH_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 
 export class Metrics {
   readonly registry = new Registry()
   private store: Store | null = null
 
-  private readonly requests = new RequestMetrics(
-    DURATION_BUCKETS,
-    { count: 'petstore_http_requests_total', duration: 'petstore_http_request_duration_seconds' },
-    {
-      count: 'HTTP requests answered by the API, by operation, method and status.',
-      duration:
-        'Time from receiving an API request to sending its response, by operation, method and status.',
-    },
-    this.registry,
-  )
+  private readonly requests = new Counter({
+    name: 'petstore_http_requests_total',
+    help: 'HTTP requests answered by the API, by operation, method and status.',
+    labelNames: REQUEST_LABELS,
+    registers: [this.registry],
+  })
+
+  private readonly durations = new Histogram({
+    name: 'petstore_http_request_duration_seconds',
+    help: 'Time from receiving an API request to sending its response, by operation, method and status.',
+    labelNames: REQUEST_LABELS,
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  })
 
   private readonly rateLimitRejections = new Counter({
     name: 'petstore_rate_limit_rejections_total',
@@ -59,8 +63,6 @@ export class Metrics {
     registers: [this.registry],
   })
 
-  /** Kept as a plain number: counted in the fast lane itself, read only at a scrape. */
-  private hotPathAnswers = 0
   /**
    * The calls to deprecated operations, read at a scrape from the counter that already counts them
    * for the log (src/pets/deprecation.ts), rather than a labelled inc() on every getPet.
@@ -69,17 +71,7 @@ export class Metrics {
 
   constructor(opts: { processMetrics?: boolean } = {}) {
     const stats = () => this.store?.stats() ?? null
-    const hotPathAnswers = () => this.hotPathAnswers
     const deprecatedCalls = () => this.deprecatedCalls()
-    new Counter({
-      name: 'petstore_http_hot_path_answers_total',
-      help: 'API requests answered by the fast lane ahead of the framework (src/fast-lane/); a part of petstore_http_requests_total.',
-      registers: [this.registry],
-      collect() {
-        this.reset()
-        this.inc(hotPathAnswers())
-      },
-    })
     new Counter({
       name: 'petstore_deprecated_calls_total',
       help: 'Calls to deprecated operations, by operation and the name of the calling API key.',
@@ -125,12 +117,9 @@ export class Metrics {
     store.onWriteBatch((size) => this.batchSizes.observe(size))
   }
 
-  requestCompleted({ operation, method, status }: RequestLabels, seconds: number): void {
-    this.requests.record(operation, method, status, seconds)
-  }
-
-  hotPathAnswered(): void {
-    this.hotPathAnswers++
+  requestCompleted(labels: RequestLabels, seconds: number): void {
+    this.requests.inc(labels)
+    this.durations.observe(labels, seconds)
   }
 
   /** Reports these counts of calls to deprecated operations at each scrape. */

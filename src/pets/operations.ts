@@ -1,18 +1,12 @@
-// The pet operations as the API answers them, through the routes or the fast lane: from a
-// parsed request to its outcome (status, the operation's own headers, the body's JSON text).
+// The pet operations as the API answers them: from a parsed request to its outcome (status, the
+// operation's own headers, the body's JSON text).
 // Errors are thrown as ApiError (or a store's error), for the caller to answer (replies.ts).
 import type { AuthenticatedKey } from '../auth/api-keys.js'
 import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
 import type { Outcome } from '../http/replies.js'
 import { compileSerializer } from '../http/serialization.js'
-import type {
-  DataVersion,
-  Deadline,
-  NewPet,
-  Pet as PetRecord,
-  SameTurnReads,
-} from '../storage/store.js'
+import type { DataVersion, Deadline, NewPet, Pet as PetRecord } from '../storage/store.js'
 import { type DeprecatedCallCounter, getPetSunset, isSunset, type WarnLog } from './deprecation.js'
 import { nextPageLink } from './next-link.js'
 import { ReadCache } from './read-cache.js'
@@ -35,8 +29,6 @@ export interface Caller {
 
 export interface PetOperationsOptions {
   service: PetService
-  /** A pet read in the same turn, from a store whose reads never wait (SQLite); else none. */
-  sameTurnReads?: SameTurnReads
   clock: Clock
   deprecatedCalls: DeprecatedCallCounter
   /** Origin of next-page links when the request names no host. */
@@ -55,44 +47,17 @@ export class PetOperations {
     this.petsJson = compileSerializer<PetRecord[]>(Pets)
   }
 
-  /**
-   * Hands `send` list's answer: at once when memory holds it (no promise: 8-10% fewer
-   * instructions, docs/performance.md "Could every call be plain async?"), else once the store
-   * has answered; the promise returned then rejects with the store's error.
-   */
-  answerList(
-    query: ListPetsQueryType,
-    caller: Caller,
-    send: (outcome: Outcome) => void,
-  ): Promise<void> | undefined {
-    const now = this.listNow(query, caller)
-    if (now === undefined) return this.listFromStore(query, caller).then(send)
-    send(now)
-    return undefined
-  }
-
-  private async listFromStore(query: ListPetsQueryType, caller: Caller): Promise<Outcome> {
+  /** A page of pets: from the page cache while the data version holds, else from the store. */
+  async list(query: ListPetsQueryType, caller: Caller): Promise<Outcome> {
+    const version = caller.version?.pets
+    const key = ReadCache.pageKey(query.limit, query.status, query.cursor)
+    const cached = version === undefined ? undefined : this.o.pages.get(key, version)
+    if (cached !== undefined) return this.page(query, caller, cached.body, cached.nextCursor)
     const found = await this.o.service.listPage(query, caller.deadline)
     const body = this.petsJson(found.pets)
-    const version = caller.version?.pets
-    if (version !== undefined) {
-      const key = ReadCache.pageKey(query.limit, query.status, query.cursor)
+    if (version !== undefined)
       this.o.pages.set(key, version, { body, nextCursor: found.nextCursor })
-    }
     return this.page(query, caller, body, found.nextCursor)
-  }
-
-  /** list's answer from the page cache, in the same turn; undefined when the store must answer. */
-  private listNow(query: ListPetsQueryType, caller: Caller): Outcome | undefined {
-    const version = caller.version?.pets
-    if (version === undefined) return undefined
-    const cached = this.o.pages.get(
-      ReadCache.pageKey(query.limit, query.status, query.cursor),
-      version,
-    )
-    return cached === undefined
-      ? undefined
-      : this.page(query, caller, cached.body, cached.nextCursor)
   }
 
   private page(
@@ -122,40 +87,13 @@ export class PetOperations {
     this.o.deprecatedCalls.record(caller.log, 'getPet', caller.key)
   }
 
-  /** A pet by id, once getPetCalled has let the call through; answered as answerList is. */
-  answerGet(
-    petId: bigint,
-    caller: Caller,
-    send: (outcome: Outcome) => void,
-  ): Promise<void> | undefined {
-    const now = this.getNow(petId, caller)
-    if (now === undefined) return this.getFromStore(petId, caller).then(send)
-    send(now)
-    return undefined
-  }
-
-  private async getFromStore(petId: bigint, caller: Caller): Promise<Outcome> {
-    const pet = await this.o.service.get(petId, caller.deadline)
-    return this.found(ReadCache.petKey(petId), caller.version?.pets, pet)
-  }
-
-  /**
-   * get's answer in the same turn: from the pet cache, or read there where the store can (SQLite);
-   * undefined when the store must answer.
-   */
-  private getNow(petId: bigint, caller: Caller): Outcome | undefined {
+  /** A pet by id, once getPetCalled has let the call through: from the pet cache, else the store. */
+  async get(petId: bigint, caller: Caller): Promise<Outcome> {
     const version = caller.version?.pets
-    if (version === undefined) return undefined
     const key = ReadCache.petKey(petId)
-    const cached = this.o.pets.get(key, version)?.body
-    if (cached !== undefined) return { status: 200, headers: [], body: cached }
-    const pet = this.o.sameTurnReads?.petAt(petId, version)
-    return pet == null ? undefined : this.found(key, version, pet)
-  }
-
-  /** A pet read, written by the one Pet serializer and kept at `version` for the next get. */
-  private found(key: string, version: number | undefined, pet: PetRecord): Outcome {
-    const body = this.petJson(pet)
+    const cached = version === undefined ? undefined : this.o.pets.get(key, version)
+    if (cached !== undefined) return { status: 200, headers: [], body: cached.body }
+    const body = this.petJson(await this.o.service.get(petId, caller.deadline))
     if (version !== undefined) this.o.pets.set(key, version, { body, nextCursor: null })
     return { status: 200, headers: [], body }
   }

@@ -1,6 +1,7 @@
 // Answers as sent (serialized JSON, and a list page's next cursor), kept while the store's data
 // version holds: a page or a pet is a function of its parameters and the data, and any commit, by
 // any process, moves the version.
+import { FifoMap } from 'toad-cache'
 
 export interface CachedRead {
   /** The JSON body, exactly as the route's response serializer wrote it. */
@@ -9,19 +10,17 @@ export interface CachedRead {
   nextCursor: string | null
 }
 
-interface Entry extends CachedRead {
-  version: number
-}
-
 /** Pages kept at most (a page of 100 pets is ~8 KB), and pets (~100 bytes each); past it the
  * oldest entry makes room. */
 export const MAX_CACHED_PAGES = 1000
 export const MAX_CACHED_PETS = 10_000
 
 export class ReadCache {
-  private readonly entries = new Map<string, Entry>()
+  private readonly entries: FifoMap<CachedRead & { version: number }>
 
-  constructor(private readonly capacity = MAX_CACHED_PAGES) {}
+  constructor(capacity = MAX_CACHED_PAGES) {
+    this.entries = new FifoMap(capacity)
+  }
 
   /** A list page's key. Absent and empty parameters differ: `cursor=` is an error, not page 1. */
   static pageKey(limit: number, status: string | undefined, cursor: string | undefined): string {
@@ -35,13 +34,11 @@ export class ReadCache {
 
   get(key: string, version: number): CachedRead | undefined {
     const entry = this.entries.get(key)
-    return entry !== undefined && entry.version === version ? entry : undefined
+    return entry?.version === version ? entry : undefined
   }
 
   set(key: string, version: number, read: CachedRead): void {
-    if (!this.entries.delete(key) && this.entries.size >= this.capacity) {
-      this.entries.delete(this.entries.keys().next().value!)
-    }
+    this.entries.delete(key) // a replaced entry is the newest; FifoMap would keep its place
     this.entries.set(key, { version, body: read.body, nextCursor: read.nextCursor })
   }
 

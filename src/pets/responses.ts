@@ -1,25 +1,28 @@
-// Response entries of the route schemas: a body schema with the description, headers and named
-// examples that the OpenAPI document shows for it; the headers responses carry.
+// The response entries of the route schemas: a body schema with the description, headers and
+// named examples the OpenAPI document shows for it; the Error responses, a named example for each
+// case; and what every operation's responses share.
 import type { TSchema } from '@sinclair/typebox'
+import { codeForStatus, errorBody } from '../errors.js'
+import { CLIENT_ERROR_MESSAGES } from '../http/error-handling.js'
 import { REQUEST_ID_PATTERN } from '../http/request-id.js'
 import { getPetSunset, SUCCESSOR_LINK } from './deprecation.js'
+import { ErrorSchema } from './schemas.js'
 
 /**
- * A response header as @fastify/swagger takes it: the header's schema plus its description.
- * `x-required` marks a header sent on every such response; the document writes it as the
- * header's `required` (src/http/openapi.ts).
+ * A response header as @fastify/swagger takes it: its schema plus its description. The document
+ * writes `x-required` (sent on every such response) and `x-example` as the header's own
+ * `required` and `example` (src/http/openapi.ts); mocks send the example.
  */
 export type HeaderDoc = Record<string, unknown> & { description: string }
 
-/** `example` becomes the header's own example in the document, which mocks send. */
-const always = (description: string, schema: object, example?: unknown): HeaderDoc => ({
-  ...sometimes(description, schema, example),
-  'x-required': true,
-})
-export const sometimes = (description: string, schema: object, example?: unknown): HeaderDoc => ({
+const sometimes = (description: string, schema: object, example?: unknown): HeaderDoc => ({
   ...schema,
   description,
   ...(example !== undefined && { 'x-example': example }),
+})
+const always = (description: string, schema: object, example?: unknown): HeaderDoc => ({
+  ...sometimes(description, schema, example),
+  'x-required': true,
 })
 
 /** A number of seconds as the `Retry-After` field writes it. */
@@ -42,15 +45,6 @@ export const headers = {
     { type: 'string', const: 'true' },
   ),
   retryAfter: { 'Retry-After': always('Seconds to wait before retrying.', seconds, 1) },
-  challenge: {
-    'WWW-Authenticate': always(
-      '`Bearer realm="petstore"`, with `error="invalid_token"` when a key was sent but is not valid.',
-      {
-        type: 'string',
-        enum: ['Bearer realm="petstore"', 'Bearer realm="petstore", error="invalid_token"'],
-      },
-    ),
-  },
   deprecation: {
     Deprecation: always(
       'RFC 9745: `@<epoch-seconds>` of the moment the operation was deprecated.',
@@ -63,10 +57,10 @@ export const headers = {
     }),
     Link: always('The operation to use instead.', { type: 'string', const: SUCCESSOR_LINK }),
   },
-} as const
+}
 
 /** Headers any response of the API may carry. */
-export const everyResponse: Record<string, HeaderDoc> = {
+const everyResponse: Record<string, HeaderDoc> = {
   'X-Request-Id': always(
     "The request's id: the client's own `X-Request-Id` when it is 1 to 128 of `A-Z a-z 0-9 . _ : @ -`, else one the service made. Logged with the request.",
     { type: 'string', maxLength: 128, pattern: REQUEST_ID_PATTERN.source },
@@ -93,9 +87,6 @@ export const everyResponse: Record<string, HeaderDoc> = {
   ),
 }
 
-/** Named examples of a response, as the document's media type writes them. */
-export type NamedExamples = Record<string, { summary: string; value: unknown }>
-
 /**
  * A body schema with its description, headers and named examples. @fastify/swagger moves
  * `x-examples` to the response's media type, so each response shows its own examples.
@@ -104,7 +95,7 @@ export function withHeaders<T extends TSchema>(
   schema: T,
   description: string,
   responseHeaders: Record<string, HeaderDoc>,
-  examples?: NamedExamples,
+  examples?: Record<string, { summary: string; value: unknown }>,
 ): T {
   return {
     ...schema,
@@ -112,4 +103,111 @@ export function withHeaders<T extends TSchema>(
     headers: responseHeaders,
     ...(examples && { 'x-examples': examples }),
   }
+}
+
+/** One case of an Error response: its summary, and the message (and status) of its body. */
+type ErrorCase = [summary: string, message: string, status?: number]
+
+/** An Error response of `status`, with a named example for each of its cases. */
+export function errorResponse(
+  status: number,
+  description: string,
+  cases: Record<string, ErrorCase>,
+  extra: Record<string, HeaderDoc> = {},
+) {
+  const examples = Object.entries(cases).map(([name, [summary, message, s = status]]) => [
+    name,
+    { summary, value: errorBody(codeForStatus(s), message, s) },
+  ])
+  return withHeaders(ErrorSchema, description, extra, Object.fromEntries(examples))
+}
+
+type Responses = Record<string, TSchema & { headers?: Record<string, HeaderDoc> }>
+
+/** The errors any operation may answer, but 405 and the parser's (`default`, below). */
+const anyOperation: Responses = {
+  401: errorResponse(
+    401,
+    'API key missing or invalid.',
+    {
+      missingKey: ['No API key sent', 'an API key is required: send Authorization: Bearer <key>'],
+      invalidKey: [
+        'Unknown, revoked or expired key',
+        'the API key is not valid (unknown, revoked or expired)',
+      ],
+    },
+    {
+      'WWW-Authenticate': always(
+        '`Bearer realm="petstore"`, with `error="invalid_token"` when a key was sent but is not valid.',
+        {
+          type: 'string',
+          enum: ['Bearer realm="petstore"', 'Bearer realm="petstore", error="invalid_token"'],
+        },
+      ),
+    },
+  ),
+  429: errorResponse(
+    429,
+    'Rate limit exceeded.',
+    {
+      keyBudget: [
+        'This API key used its budget of the window',
+        'rate limit of this API key exceeded',
+      ],
+      failedAuthentications: [
+        'Too many failed authentications from this network',
+        'too many failed authentication attempts from this address',
+      ],
+    },
+    headers.retryAfter,
+  ),
+  500: errorResponse(500, 'An unexpected fault; the message never carries its details.', {
+    internalError: ['An unexpected fault', 'internal server error'],
+  }),
+  503: errorResponse(
+    503,
+    'The database cannot be reached or is overloaded; retry after `Retry-After` seconds.',
+    {
+      unavailable: ['The database cannot be reached', 'the database is not reachable; retry later'],
+    },
+    headers.retryAfter,
+  ),
+}
+
+/**
+ * An operation's responses: its own, the errors any operation may answer, `default` (405 on a
+ * path that takes only `allow`, and the parser's errors), and on each the headers of every
+ * response plus `shared` (the deprecation fields of a deprecated operation).
+ */
+export function operationResponses(
+  own: Responses,
+  allow: string,
+  shared: Record<string, HeaderDoc> = {},
+): Responses {
+  const other = errorResponse(
+    405,
+    'Any other error, e.g. 405 with `Allow` for a method the path does not take, 408, 414 or 431.',
+    {
+      methodNotAllowed: [
+        '405: a method the path does not take',
+        `DELETE is not allowed here; use ${allow}`,
+      ],
+      requestTimeout: ['408: the request did not arrive in time', CLIENT_ERROR_MESSAGES[408]!, 408],
+      uriTooLong: ['414: the request URI is too long', CLIENT_ERROR_MESSAGES[414]!, 414],
+      headersTooLarge: ['431: the request headers are too large', CLIENT_ERROR_MESSAGES[431]!, 431],
+    },
+    {
+      Allow: sometimes(
+        'On 405: the methods the path takes.',
+        { type: 'string', maxLength: 64, pattern: '^[A-Z]+(, [A-Z]+)*$' },
+        allow,
+      ),
+    },
+  )
+  return Object.fromEntries(
+    Object.entries({ ...own, ...anyOperation, default: other }).map(([status, response]) => [
+      status,
+      { ...response, headers: { ...response.headers, ...shared, ...everyResponse } },
+    ]),
+  )
 }

@@ -1,10 +1,10 @@
-// The pet operations' schemas: validation of each request part, and the OpenAPI document.
+// The pet operations' schemas: validation of each request part, and the OpenAPI document, with
+// the `links` of their responses (which call follows which, for clients and API tools).
 import { Type } from '@sinclair/typebox'
 import { AUTHORITY_RULE } from '../http/edge.js'
 import { CURSOR_MALFORMED } from './cursor.js'
 import { getPetSunset } from './deprecation.js'
-import { errorResponse, operationResponses, rateLimited, unauthorized } from './error-responses.js'
-import { headers, withHeaders } from './responses.js'
+import { errorResponse, headers, operationResponses, withHeaders } from './responses.js'
 import { EXAMPLE, ListPetsQuery, NewPet, Pet, PetIdParams, Pets } from './schemas.js'
 
 /** The Pet example: what the first create of a store answers, and a get of it. */
@@ -14,20 +14,6 @@ const examplePet = {
   categoryId: EXAMPLE.CATEGORY_ID,
   status: EXAMPLE.STATUS,
 }
-
-const IdempotencyHeaders = Type.Object({
-  'idempotency-key': Type.Optional(
-    Type.String({
-      minLength: 1,
-      maxLength: 255,
-      pattern: '^[\\x21-\\x7e]+$',
-      'x-pattern-message': 'must be visible ASCII characters, without spaces',
-      description:
-        'Makes the request safe to retry: a retry with the same key and body within 24 hours returns the original pet instead of creating another.',
-      examples: ['9b2f6c1e-4d7a-4f3b-8e5d-2a1c0b9f8e7d'],
-    }),
-  ),
-})
 
 export const listPetsSchema = {
   operationId: 'listPets',
@@ -47,23 +33,29 @@ export const listPetsSchema = {
           empty: { summary: 'No animal matches', value: [] },
         },
       ),
-      400: errorResponse('`limit`, `status` or `cursor` is invalid.', {
-        invalidLimit: {
-          summary: '`limit` out of range',
-          code: 'invalid_request',
-          message: "query parameter 'limit' must be an integer from 1 to 100",
-        },
-        invalidCursor: {
-          summary: '`cursor` not one the service gave',
-          code: 'invalid_request',
-          message: `query parameter 'cursor' ${CURSOR_MALFORMED}`,
-        },
+      400: errorResponse(400, '`limit`, `status` or `cursor` is invalid.', {
+        invalidLimit: [
+          '`limit` out of range',
+          "query parameter 'limit' must be an integer from 1 to 100",
+        ],
+        invalidCursor: [
+          '`cursor` not one the service gave',
+          `query parameter 'cursor' ${CURSOR_MALFORMED}`,
+        ],
       }),
-      401: unauthorized,
-      429: rateLimited,
     },
-    { allow: 'GET, HEAD, POST' },
+    'GET, HEAD, POST',
   ),
+  links: {
+    200: {
+      nextPage: {
+        operationId: 'listPets',
+        parameters: { limit: '$request.query.limit', status: '$request.query.status' },
+        description:
+          'The next page, when this one carries `Link: <…>; rel="next"`: the same `limit` and `status` with the `cursor` of that URL (a runtime expression cannot take a part of a header, so the cursor is not in `parameters`); or simply that URL. The last page has no `rel="next"`.',
+      },
+    },
+  },
 }
 
 export const createPetSchema = {
@@ -72,7 +64,19 @@ export const createPetSchema = {
   description:
     'Adds an animal. A 201 means the animal is stored durably. Send `Idempotency-Key` to make retries safe.',
   tags: ['animals'],
-  headers: IdempotencyHeaders,
+  headers: Type.Object({
+    'idempotency-key': Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 255,
+        pattern: '^[\\x21-\\x7e]+$',
+        'x-pattern-message': 'must be visible ASCII characters, without spaces',
+        description:
+          'Makes the request safe to retry: a retry with the same key and body within 24 hours returns the original pet instead of creating another.',
+        examples: ['9b2f6c1e-4d7a-4f3b-8e5d-2a1c0b9f8e7d'],
+      }),
+    ),
+  }),
   body: NewPet,
   response: operationResponses(
     {
@@ -82,55 +86,46 @@ export const createPetSchema = {
         { Location: headers.location, 'Idempotent-Replayed': headers.replayed },
         { created: { summary: 'The first animal of the store', value: examplePet } },
       ),
-      400: errorResponse('Body missing, required fields absent, or values invalid.', {
-        missingField: {
-          summary: 'A required field is absent',
-          code: 'invalid_request',
-          message: "missing required field 'categoryId'",
-        },
-        emptyBody: {
-          summary: 'No body',
-          code: 'invalid_request',
-          message: 'request body is empty',
-        },
+      400: errorResponse(400, 'Body missing, required fields absent, or values invalid.', {
+        missingField: ['A required field is absent', "missing required field 'categoryId'"],
+        emptyBody: ['No body', 'request body is empty'],
       }),
-      401: unauthorized,
       409: errorResponse(
+        409,
         'A request with this Idempotency-Key is still in progress.',
         {
-          inProgress: {
-            summary: 'The first request with this key is not answered yet',
-            code: 'idempotency_key_in_progress',
-            message: 'a request with this Idempotency-Key is still in progress; retry later',
-          },
+          inProgress: [
+            'The first request with this key is not answered yet',
+            'a request with this Idempotency-Key is still in progress; retry later',
+          ],
         },
         headers.retryAfter,
       ),
-      413: errorResponse('Request body larger than 64 KiB.', {
-        tooLarge: {
-          summary: 'Body over 65536 bytes',
-          code: 'payload_too_large',
-          message: 'request body is larger than 65536 bytes',
-        },
+      413: errorResponse(413, 'Request body larger than 64 KiB.', {
+        tooLarge: ['Body over 65536 bytes', 'request body is larger than 65536 bytes'],
       }),
-      415: errorResponse('Request body is not application/json.', {
-        notJson: {
-          summary: 'Another content type',
-          code: 'unsupported_media_type',
-          message: 'request body must be application/json',
-        },
+      415: errorResponse(415, 'Request body is not application/json.', {
+        notJson: ['Another content type', 'request body must be application/json'],
       }),
-      422: errorResponse('Idempotency-Key reused with a different body.', {
-        keyReused: {
-          summary: 'Same key, different body',
-          code: 'idempotency_key_reused',
-          message: 'Idempotency-Key was already used with a different request body',
-        },
+      422: errorResponse(422, 'Idempotency-Key reused with a different body.', {
+        keyReused: [
+          'Same key, different body',
+          'Idempotency-Key was already used with a different request body',
+        ],
       }),
-      429: rateLimited,
     },
-    { allow: 'GET, HEAD, POST' },
+    'GET, HEAD, POST',
   ),
+  links: {
+    201: {
+      getCreatedPet: {
+        operationId: 'getPet',
+        parameters: { petId: '$response.body#/id' },
+        description:
+          'The animal just added: `petId` is the `id` of the body, also the last segment of `Location`.',
+      },
+    },
+  },
 }
 
 export const getPetSchema = {
@@ -148,31 +143,24 @@ export const getPetSchema = {
         {},
         { found: { summary: 'The first animal of the store', value: examplePet } },
       ),
-      400: errorResponse('`petId` is not a 64-bit integer.', {
-        invalidPetId: {
-          summary: '`petId` is not a 64-bit integer',
-          code: 'invalid_request',
-          message: "path parameter 'petId' must be a 64-bit integer",
-        },
+      400: errorResponse(400, '`petId` is not a 64-bit integer.', {
+        invalidPetId: [
+          '`petId` is not a 64-bit integer',
+          "path parameter 'petId' must be a 64-bit integer",
+        ],
       }),
-      401: unauthorized,
-      404: errorResponse('No animal with that identifier.', {
-        noSuchPet: {
-          summary: 'No animal with that id',
-          code: 'not_found',
-          message: `no pet with id ${EXAMPLE.PET_ID}`,
-        },
+      404: errorResponse(404, 'No animal with that identifier.', {
+        noSuchPet: ['No animal with that id', `no pet with id ${EXAMPLE.PET_ID}`],
       }),
-      410: errorResponse('The operation is past its sunset.', {
-        pastSunset: {
-          summary: 'Called after the sunset',
-          code: 'gone',
-          message: `getPet was removed on ${getPetSunset.isoDay}; use GET /v1/pets`,
-        },
+      410: errorResponse(410, 'The operation is past its sunset.', {
+        pastSunset: [
+          'Called after the sunset',
+          `getPet was removed on ${getPetSunset.isoDay}; use GET /v1/pets`,
+        ],
       }),
-      429: rateLimited,
     },
-    { headers: headers.deprecation, allow: 'GET, HEAD' },
+    'GET, HEAD',
+    headers.deprecation,
   ),
 }
 
@@ -189,23 +177,16 @@ export const listOrdersSchema = {
   response: operationResponses(
     {
       // No parameter or body is read; only a malformed request (e.g. its Host header) is refused.
-      400: errorResponse('The request is malformed, e.g. its `Host` header names no host.', {
-        invalidHost: {
-          summary: 'A `Host` that names no host',
-          code: 'invalid_request',
-          message: `the Host header ${AUTHORITY_RULE}`,
-        },
+      400: errorResponse(400, 'The request is malformed, e.g. its `Host` header names no host.', {
+        invalidHost: ['A `Host` that names no host', `the Host header ${AUTHORITY_RULE}`],
       }),
-      401: unauthorized,
-      429: rateLimited,
-      501: errorResponse('Store orders are not implemented by this service.', {
-        notImplemented: {
-          summary: 'Any request with a valid key',
-          code: 'not_implemented',
-          message: 'store orders are not implemented by this service',
-        },
+      501: errorResponse(501, 'Store orders are not implemented by this service.', {
+        notImplemented: [
+          'Any request with a valid key',
+          'store orders are not implemented by this service',
+        ],
       }),
     },
-    { allow: 'GET, HEAD' },
+    'GET, HEAD',
   ),
 }

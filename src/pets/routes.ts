@@ -1,9 +1,6 @@
 // The pet operations' routes: each declares its schema (validation and the OpenAPI document) and
-// hands the parsed request to the operation core (operations.ts). Before a handler runs, its
-// request has waited for the end of its event-loop turn, where one data-version read serves the
-// turn's requests (the `waitForTurnVersion` hook, src/http/root-hooks.ts): the caller's `version`
-// and `deadline` come from there; its answer goes out with the turn's others (`writeWithTurn`).
-// A read answered from memory is sent without a promise (answerList/answerGet, operations.ts).
+// hands the parsed request to its operation (operations.ts). The caller's data version and
+// deadline come from the root onRequest hook (src/http/root-hooks.ts).
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { authenticatedKey } from '../auth/authenticate.js'
@@ -34,11 +31,8 @@ export async function petRoutes(app: FastifyInstance, ops: PetOperations): Promi
       config: { operation: 'listPets' },
       schema: listPetsSchema,
     },
-    (request, reply) => {
-      const query = request.query as ListPetsQueryType
-      const caller = callerOf(request)
-      return ops.answerList(query, caller, (outcome) => sendOutcome(reply, outcome))
-    },
+    async (request, reply) =>
+      sendOutcome(reply, await ops.list(request.query as ListPetsQueryType, callerOf(request))),
   )
 
   r.post(
@@ -69,11 +63,8 @@ export async function petRoutes(app: FastifyInstance, ops: PetOperations): Promi
       },
       schema: getPetSchema,
     },
-    (request, reply) => {
-      const { petId } = request.params
-      const caller = callerOf(request)
-      return ops.answerGet(petId, caller, (outcome) => sendOutcome(reply, outcome))
-    },
+    async (request, reply) =>
+      sendOutcome(reply, await ops.get(request.params.petId, callerOf(request))),
   )
 
   app.get(

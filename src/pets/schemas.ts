@@ -5,41 +5,31 @@ import { type ErrorCode, errorCodes } from '../errors.js'
 import { type PetStatus as PetStatusValue, petStatuses } from '../storage/store.js'
 import { CURSOR_MALFORMED, CURSOR_PATTERN, encodeCursor, MAX_CURSOR_LENGTH } from './cursor.js'
 
-export const INT64_MIN = -(2n ** 63n)
-export const INT64_MAX = 2n ** 63n - 1n
-
 /**
  * A JSON integer in the int64 range; carried as BigInt in the service so no digit is lost. The
  * bounds are BigInts too: the validator compares them exactly and the document is written with
  * every digit (src/http/openapi.ts).
  */
-export const Int64 = (
+const Int64 = (
   options: { description?: string; minimum?: bigint; example?: bigint; examples?: bigint[] } = {},
 ) =>
   Type.Unsafe<bigint>({
     type: 'integer',
     format: 'int64',
-    minimum: INT64_MIN,
-    maximum: INT64_MAX,
+    minimum: -(2n ** 63n),
+    maximum: 2n ** 63n - 1n,
     ...options,
   })
 
 /** The most animals one page holds: the largest `limit`. */
-export const MAX_PAGE_SIZE = 100
-/** The longest `message` of an Error body; a name it repeats from the request is cut short. */
-export const MAX_ERROR_MESSAGE_LENGTH = 1024
+const MAX_PAGE_SIZE = 100
 
 /**
  * The examples the document gives. Integers stay within 2^53, so tools that read the document
  * with JSON.parse (Redoc, Prism, most generators) show them exactly; `PET_ID` is the first id a
  * store assigns, so the examples work in order on an empty store (list, create, then get).
  */
-export const EXAMPLE = {
-  PET_ID: 1n,
-  CATEGORY_ID: 12n,
-  NAME: 'Rex',
-  STATUS: 'available',
-} as const
+export const EXAMPLE = { PET_ID: 1n, CATEGORY_ID: 12n, NAME: 'Rex', STATUS: 'available' } as const
 
 export const PetStatus = Type.Unsafe<PetStatusValue>({
   type: 'string',
@@ -50,15 +40,12 @@ export const PetStatus = Type.Unsafe<PetStatusValue>({
 })
 
 /**
- * Unicode White_Space (U+0009 to U+000D, U+0020, U+0085, U+00A0, U+1680, U+2000 to U+200A,
- * U+2028, U+2029, U+202F, U+205F, U+3000), written out: `\p{White_Space}` means it only to a
- * regex engine in Unicode mode, and generated clients compile patterns without the `u` flag. All
- * of it is in the BMP, so a class of it matches alike with and without the flag.
+ * At least one character that is not Unicode White_Space, the class written out: `\p{White_Space}`
+ * means it only to a regex engine in Unicode mode, and generated clients compile patterns without
+ * the `u` flag. All of it is in the BMP, so the class matches alike with and without the flag.
  */
-export const WHITE_SPACE_CLASS =
-  '\\u0009-\\u000D\\u0020\\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000'
-/** At least one character that is not White_Space. */
-export const NOT_ONLY_WHITE_SPACE = `[^${WHITE_SPACE_CLASS}]`
+export const NOT_ONLY_WHITE_SPACE =
+  '[^\\u0009-\\u000D\\u0020\\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]'
 /** PostgreSQL text cannot hold U+0000; refusing it on every store keeps them alike. */
 export const WITHOUT_U0000 = '^[^\\u0000]*$'
 
@@ -88,17 +75,16 @@ const petName = Type.Unsafe<string>({
   ],
 })
 
-export const NewPet = Type.Object(
-  {
-    name: petName,
-    categoryId: Int64({
-      description: 'Identifier of the category the animal belongs to.',
-      example: EXAMPLE.CATEGORY_ID,
-    }),
-    status: Type.Optional(PetStatus),
-  },
-  { title: 'NewPet', additionalProperties: false },
-)
+const newPetFields = {
+  name: petName,
+  categoryId: Int64({
+    description: 'Identifier of the category the animal belongs to.',
+    example: EXAMPLE.CATEGORY_ID,
+  }),
+  status: Type.Optional(PetStatus),
+}
+
+export const NewPet = Type.Object(newPetFields, { title: 'NewPet', additionalProperties: false })
 export type NewPetBody = Static<typeof NewPet>
 
 export const Pet = Type.Object(
@@ -108,12 +94,7 @@ export const Pet = Type.Object(
       minimum: 1n,
       example: EXAMPLE.PET_ID,
     }),
-    name: petName,
-    categoryId: Int64({
-      description: 'Identifier of the category the animal belongs to.',
-      example: EXAMPLE.CATEGORY_ID,
-    }),
-    status: Type.Optional(PetStatus),
+    ...newPetFields,
   },
   { title: 'Pet', additionalProperties: false },
 )
@@ -128,8 +109,9 @@ export const ErrorSchema = Type.Object(
       description: 'Machine-readable error code.',
       example: 'not_found',
     }),
+    // A name the message repeats from the request is cut short.
     message: Type.String({
-      maxLength: MAX_ERROR_MESSAGE_LENGTH,
+      maxLength: 1024,
       description: 'Human-readable description.',
       example: `no pet with id ${EXAMPLE.PET_ID}`,
     }),

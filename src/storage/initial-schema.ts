@@ -11,7 +11,7 @@ export interface ColumnTypes {
 }
 
 /** The CHECK on pets.status as migration 001 wrote it. */
-export const STATUS_IN_LIST = "status IN ('available', 'pending', 'sold')"
+const STATUS_IN_LIST = "status IN ('available', 'pending', 'sold')"
 
 /** The pets table under the name `table`, its status checked by `statusCheck`. */
 export async function createPetsTable(

@@ -1,6 +1,6 @@
 import { type Config, ConfigError } from '../config.js'
 import { DatabasePathError } from './errors.js'
-import type { SameTurnReads, Store } from './store.js'
+import type { Store } from './store.js'
 
 export type StoreSettings = Pick<
   Config,
@@ -12,10 +12,9 @@ export function sqlitePathOf(url: string): string | null {
   return url.startsWith('sqlite:') ? url.slice('sqlite:'.length) : null
 }
 
-/** An open store, with its reads in the same turn when its reads never wait (SQLite). */
+/** An open store. */
 export interface OpenedStore {
   store: Store
-  sameTurnReads?: SameTurnReads
 }
 
 /** Opens (creating and migrating as needed) the store that the database URL names. */
@@ -32,7 +31,7 @@ export async function openStore(
     const store = await namingTheSetting(url, () =>
       openSqliteStore(sqlitePath, { idempotencyKeysPerApiKey: settings.idempotencyKeysPerApiKey }),
     )
-    return { store, sameTurnReads: store }
+    return { store }
   }
   const options = postgresOptions(settings)
   const { openPostgresStore } = await import('./postgres/postgres-store.js')

@@ -112,20 +112,6 @@ export interface Store {
 }
 
 /**
- * Reads answered in the same turn, from a store whose reads never wait (SQLite). Not part of Store:
- * the store opener hands them to the app beside it, and callers without them use the Store's reads.
- */
-export interface SameTurnReads {
-  /**
-   * getPet as of `version` (dataVersion().pets read just before) or later; null when there is no
-   * such pet or the store cannot tell now: the caller then takes getPet's way, which reports it.
-   */
-  petAt(id: bigint, version: number): Pet | null
-  /** findApiKey answered in the same turn. */
-  findApiKeyNow(id: string): ApiKeyRecord | null
-}
-
-/**
  * What cached reads are checked against. Two numbers, so that a create, which moves `pets`, leaves
  * the remembered API keys good; a store that cannot tell them apart moves both together.
  */
@@ -150,11 +136,8 @@ export async function readDataVersion(store: Store, deadline?: Deadline): Promis
   try {
     return await store.dataVersion(deadline)
   } catch (err) {
-    return unreadVersion(err)
+    return err instanceof StorageUnavailableError ? err : undefined
   }
 }
 
 export type VersionRead = DataVersion | undefined | StorageUnavailableError
-
-const unreadVersion = (err: unknown): undefined | StorageUnavailableError =>
-  err instanceof StorageUnavailableError ? err : undefined

@@ -1,12 +1,12 @@
 // The circuit breaker in front of the shared counters: opens on a failure, says so once, probes
 // one at a time when due, and closes when a probe answers.
 import assert from 'node:assert/strict'
-import { test } from 'node:test'
-import { Breaker } from '../../src/auth/breaker.js'
+import { type TestContext, test } from 'node:test'
+import { Breaker } from '../../src/auth/rate-counters.js'
 import { storeIndependent } from '../support/stores.js'
 
-function harness() {
-  let now = 1000
+function harness(t: TestContext) {
+  t.mock.timers.enable({ apis: ['Date'], now: 1000 })
   const events: string[] = []
   const probes: { resolve(): void; reject(): void }[] = []
   const breaker = new Breaker({
@@ -17,24 +17,16 @@ function harness() {
       }),
     onOpen: (err) => events.push(`open: ${(err as Error).message}`),
     onClose: () => events.push('close'),
-    now: () => now,
   })
-  return {
-    breaker,
-    events,
-    probes,
-    advance: (ms: number) => {
-      now += ms
-    },
-  }
+  return { breaker, events, probes, advance: (ms: number) => t.mock.timers.tick(ms) }
 }
 
 /** Lets a settled probe's callbacks run. */
 const settle = () => new Promise((resolve) => setImmediate(resolve))
 
 storeIndependent(() => {
-  test('a failure opens it once; it probes only when due, one at a time, and closes on an answer', async () => {
-    const { breaker, events, probes, advance } = harness()
+  test('a failure opens it once; it probes only when due, one at a time, and closes on an answer', async (t) => {
+    const { breaker, events, probes, advance } = harness(t)
     assert.equal(breaker.isOpen(), false)
     breaker.trip(new Error('timed out'))
     breaker.trip(new Error('timed out again'))
@@ -68,8 +60,8 @@ storeIndependent(() => {
     assert.deepEqual(events, ['open: timed out', 'close', 'open: refused'])
   })
 
-  test('a breaker started open says nothing, probes at the first call, and says when it closes', async () => {
-    const { breaker, events, probes } = harness()
+  test('a breaker started open says nothing, probes at the first call, and says when it closes', async (t) => {
+    const { breaker, events, probes } = harness(t)
     breaker.startOpen()
     assert.equal(breaker.isOpen(), true)
     assert.equal(probes.length, 1)

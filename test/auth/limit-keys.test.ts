@@ -1,6 +1,5 @@
 // What the rate limits count together. Failed authentications: an IPv4 address (an IPv4-mapped
-// one too) or the /64 of an IPv6 address, in any spelling, through the lane and the routes, in
-// memory and in Redis. Counters in Redis: named by budget and window, so instances with other
+// one too) or the /64 of an IPv6 address, in any spelling, in memory and in Redis. Counters in Redis: named by budget and window, so instances with other
 // settings (a rolling change of them) count apart, each exactly, and instances with the same ones
 // share.
 import assert from 'node:assert/strict'
@@ -12,11 +11,11 @@ import { buildApp } from '../../src/app.js'
 import { openRedis } from '../../src/auth/redis.js'
 import { manualClock } from '../../src/clock.js'
 import { type Config, configWith } from '../../src/config.js'
-import { clientNetwork } from '../../src/http/address-ranges.js'
+import { clientNetwork } from '../../src/http/forwarded.js'
 import { openTestStore, tempDir, testApp } from '../support/app.js'
-import { hotAnswers, laneAndRoutes, type ServedApp } from '../support/lane-and-routes.js'
 import { exchange, rawRequest } from '../support/raw-http.js'
 import { startOwnRedis } from '../support/redis-server.js'
+import { type ServedApp, servedApp } from '../support/served-app.js'
 import { storeIndependent } from '../support/stores.js'
 
 const WRONG_KEY = `Bearer pet_000000000000_${'A'.repeat(43)}`
@@ -181,35 +180,27 @@ const failedFrom = async (served: ServedApp, forwardedFor: string): Promise<numb
 }
 
 describe('the failed-authentication limit counts networks', () => {
-  test('addresses rotated within one IPv6 /64 are refused after the budget, through the lane and the routes', async (t) => {
-    const both = await laneAndRoutes(t, { trustProxy: ['loopback'], authFailureLimitMax: 3 })
-    for (const [name, served] of [
-      ['fast lane', both.hot],
-      ['routes', both.plain],
-    ] as const) {
-      const rotated = [
-        '2001:db8:1:2::1',
-        '2001:DB8:1:2:a:b:c:d',
-        '2001:0db8:0001:0002:ffff:ffff:ffff:ffff',
-        '2001:db8:1:2::198.51.100.1',
-        '2001:db8:1:2:8000::',
-      ]
-      const statuses = []
-      for (const address of rotated) statuses.push(await failedFrom(served, address))
-      assert.deepEqual(statuses, [401, 401, 401, 429, 429], name)
-      // The next /64 is another network, with a budget of its own.
-      assert.equal(await failedFrom(served, '2001:db8:1:3::1'), 401, name)
-      // An IPv4 address and its IPv4-mapped spellings are one client.
-      const mapped = []
-      for (const address of ['198.51.100.9', '::ffff:198.51.100.9', '::FFFF:c633:6409']) {
-        mapped.push(await failedFrom(served, address))
-      }
-      mapped.push(await failedFrom(served, '198.51.100.9'))
-      assert.deepEqual(mapped, [401, 401, 401, 429], name)
+  test('addresses rotated within one IPv6 /64 are refused after the budget', async (t) => {
+    const served = await servedApp(t, { trustProxy: ['loopback'], authFailureLimitMax: 3 })
+    const rotated = [
+      '2001:db8:1:2::1',
+      '2001:DB8:1:2:a:b:c:d',
+      '2001:0db8:0001:0002:ffff:ffff:ffff:ffff',
+      '2001:db8:1:2::198.51.100.1',
+      '2001:db8:1:2:8000::',
+    ]
+    const statuses = []
+    for (const address of rotated) statuses.push(await failedFrom(served, address))
+    assert.deepEqual(statuses, [401, 401, 401, 429, 429])
+    // The next /64 is another network, with a budget of its own.
+    assert.equal(await failedFrom(served, '2001:db8:1:3::1'), 401)
+    // An IPv4 address and its IPv4-mapped spellings are one client.
+    const mapped = []
+    for (const address of ['198.51.100.9', '::ffff:198.51.100.9', '::FFFF:c633:6409']) {
+      mapped.push(await failedFrom(served, address))
     }
-    // The lane answered every request sent to it: its admission counted them, not the routes'.
-    assert.equal(await hotAnswers(both.hot), 10)
-    assert.equal(await hotAnswers(both.plain), 0)
+    mapped.push(await failedFrom(served, '198.51.100.9'))
+    assert.deepEqual(mapped, [401, 401, 401, 429])
   })
 
   test('the socket address is counted by its network too, link-local ones per link', async (t) => {
@@ -258,7 +249,7 @@ describe('counters in Redis', () => {
     timeout: 120_000,
   }, async (t) => {
     const redis = await startOwnRedis(t)
-    const { store, sameTurnReads } = await openTestStore(t, tempDir(t), {})
+    const { store } = await openTestStore(t, tempDir(t), {})
     const clock = manualClock(new Date('2026-01-15T12:00:00Z'))
     /** An instance of the service, as a process would be: its own Redis client and counters. */
     const instance = async (config: Partial<Config>): Promise<Instance> => {
@@ -273,7 +264,6 @@ describe('counters in Redis', () => {
           ...config,
         }),
         store,
-        sameTurnReads,
         clock,
         redis: client,
         logger: { level: 'warn', stream: { write: (line: string) => logs.push(line) } },

@@ -5,8 +5,12 @@ import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { type TestContext, test } from 'node:test'
 import { Redis } from 'ioredis'
-import { Breaker } from '../../src/auth/breaker.js'
-import { type LimitState, MemoryWindows, sharedCounter } from '../../src/auth/rate-counters.js'
+import {
+  Breaker,
+  type LimitState,
+  MemoryWindows,
+  sharedCounter,
+} from '../../src/auth/rate-counters.js'
 import { leaseSize, RedisLeases, redisCounterKey } from '../../src/auth/redis-leases.js'
 import { storeIndependent } from '../support/stores.js'
 import { until } from '../support/wait.js'
@@ -34,8 +38,9 @@ function commandsSent(redis: Redis): string[] {
 /** A counter name no other run uses. */
 const freshName = () => `test:${randomBytes(6).toString('hex')}`
 
-const served = (max: number, remaining: number) => ({ max, remaining, isExceeded: false })
-const shape = (s: LimitState) => ({ max: s.max, remaining: s.remaining, isExceeded: s.isExceeded })
+const served = (remaining: number) => ({ remaining, isExceeded: false })
+const spent = { remaining: 0, isExceeded: true }
+const shape = (s: LimitState) => ({ remaining: s.remaining, isExceeded: s.isExceeded })
 
 storeIndependent(() => {
   test('a lease is a sixty-fourth of the budget, at least one unit', () => {
@@ -56,17 +61,17 @@ storeIndependent(() => {
     const name = freshName()
     const key = redisCounterKey(limit, name)
     assert.equal(key, `petstore-rl:640:60000:${name}`)
-    assert.deepEqual(shape(await leases.take(name)), served(640, 639))
+    assert.deepEqual(shape(await leases.take(name)), served(639))
     assert.equal(sent.length, 1, `the lease's first grant: ${sent}`)
     assert.equal(await redis.get(key), '10')
     // Units 2..4 from the lease, with no command sent; the fifth leaves 5, half of it, and renews
     // in the background.
     for (let n = 2; n <= 4; n++) {
-      assert.deepEqual(shape(await leases.take(name)), served(640, 640 - n), `request ${n}`)
+      assert.deepEqual(shape(await leases.take(name)), served(640 - n), `request ${n}`)
     }
     assert.equal(sent.length, 1, `units from the lease: ${sent}`)
-    assert.deepEqual(shape(await leases.take(name)), served(640, 635))
-    assert.deepEqual(shape(await leases.take(name)), served(640, 634))
+    assert.deepEqual(shape(await leases.take(name)), served(635))
+    assert.deepEqual(shape(await leases.take(name)), served(634))
     await until('the renewal reaches Redis', async () => (await redis.get(key)) === '20')
     const ttl = await redis.pttl(key)
     assert.ok(ttl > 55_000 && ttl <= 60_000, `PTTL ${ttl}`)
@@ -81,14 +86,14 @@ storeIndependent(() => {
     const key = redisCounterKey(limit, name)
     const answers = await Promise.all(Array.from({ length: 8 }, () => leases.take(name)))
     assert.deepEqual(answers.map(shape), [
-      served(5, 4),
-      served(5, 3),
-      served(5, 2),
-      served(5, 1),
-      served(5, 0),
-      { max: 5, remaining: 0, isExceeded: true },
-      { max: 5, remaining: 0, isExceeded: true },
-      { max: 5, remaining: 0, isExceeded: true },
+      served(4),
+      served(3),
+      served(2),
+      served(1),
+      served(0),
+      spent,
+      spent,
+      spent,
     ])
     assert.equal(await redis.get(key), '5')
     const sent = commandsSent(redis)
@@ -99,7 +104,7 @@ storeIndependent(() => {
 
     // The window ends here no later than in Redis: the next request opens a new one there.
     await new Promise((resolve) => setTimeout(resolve, 1600))
-    assert.deepEqual(shape(await leases.take(name)), served(5, 4))
+    assert.deepEqual(shape(await leases.take(name)), served(4))
     assert.equal(await redis.get(key), '1')
   })
 
@@ -108,16 +113,16 @@ storeIndependent(() => {
     const name = freshName()
     const fail = (err: unknown) => assert.fail(String(err))
     const old = new RedisLeases(redis, { max: 3, windowMs: 60_000 }, fail)
-    for (const left of [2, 1, 0]) assert.deepEqual(shape(await old.take(name)), served(3, left))
+    for (const left of [2, 1, 0]) assert.deepEqual(shape(await old.take(name)), served(left))
     assert.equal((await old.take(name)).isExceeded, true)
     // A lower budget or another window starts from nothing, not from the 3 already spent.
     const lower = new RedisLeases(redis, { max: 2, windowMs: 60_000 }, fail)
-    assert.deepEqual(shape(await lower.take(name)), served(2, 1))
+    assert.deepEqual(shape(await lower.take(name)), served(1))
     const shorter = new RedisLeases(redis, { max: 3, windowMs: 30_000 }, fail)
-    assert.deepEqual(shape(await shorter.take(name)), served(3, 2))
+    assert.deepEqual(shape(await shorter.take(name)), served(2))
     // Another instance with the lower budget spends the same counter.
     const same = new RedisLeases(redis, { max: 2, windowMs: 60_000 }, fail)
-    assert.deepEqual(shape(await same.take(name)), served(2, 0))
+    assert.deepEqual(shape(await same.take(name)), served(0))
     assert.equal((await same.take(name)).isExceeded, true)
     assert.deepEqual(
       await redis.mget(
@@ -148,14 +153,14 @@ storeIndependent(() => {
     })
     const limit = { max: 640, windowMs: 60_000 }
     const leases = new RedisLeases(redis, limit, (err) => breaker.trip(err))
-    const count = sharedCounter((n) => leases.take(n), new MemoryWindows(limit), breaker)
+    const count = sharedCounter(leases, new MemoryWindows(limit), breaker)
     const name = freshName()
     const sent = commandsSent(redis)
-    assert.deepEqual(shape(await count(name)), served(640, 639))
+    assert.deepEqual(shape(await count.take(name)), served(639))
     assert.equal(opened.length, 1)
     assert.equal(sent.length, 1, `the failed grant: ${sent}`)
     // Left alone while the breaker is open: counted in memory.
-    assert.deepEqual(shape(await count(name)), served(640, 638))
+    assert.deepEqual(shape(await count.take(name)), served(638))
     assert.equal(sent.length, 1, `nothing sent while the breaker is open: ${sent}`)
   })
 })

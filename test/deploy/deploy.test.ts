@@ -19,6 +19,7 @@ import {
 import type { IncomingHttpHeaders } from 'node:http'
 import http2 from 'node:http2'
 import https from 'node:https'
+import nodeModule from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { describe, type TestContext, test } from 'node:test'
@@ -466,11 +467,9 @@ storeIndependent(() => {
 
       run.proc.child.kill(run.killSignal)
       assert.deepEqual(await run.proc.exited, { code: 0, signal: null })
-      // Environment=PETSTORE_COMPILE_CACHE put the compile cache, written at exit, in CacheDirectory.
-      assert.deepEqual(
-        readdirSync(run.cacheDir).map((f) => /^petstore-[0-9a-f]{16}-.+\.v8$/.test(f)),
-        [true],
-      )
+      // Environment=PETSTORE_COMPILE_CACHE put Node's compile cache (Node 22.1+), written at exit,
+      // in CacheDirectory: one directory, named by Node's version and flags.
+      assert.equal(readdirSync(run.cacheDir).length, 'enableCompileCache' in nodeModule ? 1 : 0)
     })
 
     test('an instance of the template reads its own environment file after the shared one, and exits 0 on KillSignal', async (t) => {

@@ -66,7 +66,6 @@ const tlsSocket = (port: number, alpn?: string[]) =>
 
 const TRANSPORTS: Transport[] = [
   {
-    // The fast lane's server: it is offered these requests and leaves them to the routes.
     name: 'plain HTTP',
     async serve(t, config = {}) {
       const a = await testApp(t, { config: { ...CONFIG, ...config } })

@@ -4,8 +4,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
 import { isInteger, parse } from 'lossless-json'
-import { parseFlatJsonObject } from '../../src/http/flat-json.js'
-import { parseJsonBody } from '../../src/http/json-body.js'
+import { parseFlatJsonObject, parseJsonBody } from '../../src/http/json-body.js'
 import { storeIndependent } from '../support/stores.js'
 
 const LONE_SURROGATE = /\p{Cs}/u

@@ -12,17 +12,12 @@ import { describe, type TestContext, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { connect as tlsConnect } from 'node:tls'
 import { fileURLToPath } from 'node:url'
-import Fastify, { type FastifyInstance } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { createApiKey } from '../../src/auth/api-keys.js'
 import { manualClock } from '../../src/clock.js'
 import { type Config, configWith } from '../../src/config.js'
 import { SPARE_FILE_DESCRIPTORS } from '../../src/http/file-descriptors.js'
-import {
-  type CompletedRequest,
-  requestLine,
-  requestLineWriter,
-} from '../../src/http/request-log.js'
 import { MAX_PIPELINED_REQUESTS } from '../../src/http/send-deadline.js'
 import { loadTls } from '../../src/http/tls.js'
 import { loggerOptions } from '../../src/observability/logging.js'
@@ -95,11 +90,10 @@ async function serve(
     ...loggerOptions(configWith({ logLevel: 'info', logFormat: 'json' }), { isTTY: false }),
     stream: { write: (line: string) => text.push(line) },
   }
-  const { store, sameTurnReads } = await openTestStore(t, tempDir(t), {})
+  const { store } = await openTestStore(t, tempDir(t), {})
   const app = await buildApp({
     config: full,
     store,
-    sameTurnReads,
     clock: manualClock(new Date()),
     logger,
     tls: loadTls(full),
@@ -232,7 +226,7 @@ for (const kind of HTTP1) {
     )
 
     test(
-      'the fast lane’s answers the client reads none of are logged not delivered, as the routes’ are',
+      'pipelined list pages the client reads none of: the connection is cut, the pages logged not delivered',
       GUARD,
       async (t) => {
         const s = await serve(t, kind)
@@ -486,40 +480,6 @@ describe('HTTP/2: what is sent', () => {
       assert.equal('delivered' in lines[0]!, false)
     },
   )
-})
-
-storeIndependent(() => {
-  describe('the request line of an answer not delivered', () => {
-    test('says `"delivered":false` after its status, the bytes pino writes for it', () => {
-      const fast: string[] = []
-      const slow: string[] = []
-      const logger = (lines: string[]) =>
-        Fastify({
-          logger: {
-            ...loggerOptions(configWith({ logLevel: 'info', logFormat: 'json' }), { isTTY: false }),
-            stream: { write: (line: string) => lines.push(line) },
-          },
-        }).log
-      const write = requestLineWriter(logger(fast))
-      const pino = logger(slow)
-      const r: CompletedRequest = {
-        requestId: 'r-1',
-        operation: 'docsAsset',
-        method: 'GET',
-        url: ASSET,
-        status: 200,
-        delivered: false,
-        elapsedMs: 1000.5,
-        apiKeyName: undefined,
-        remoteAddress: '127.0.0.1',
-      }
-      write(r)
-      pino.info(requestLine(r), 'request completed')
-      const timeless = (lines: string[]) => lines.map((l) => l.replace(/"time":\d+/, '"time":T'))
-      assert.deepEqual(timeless(fast), timeless(slow))
-      assert.match(fast[0]!, /"status":200,"delivered":false,"durationMs":1000\.5,/)
-    })
-  })
 })
 
 storeIndependent(() => {

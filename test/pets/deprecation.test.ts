@@ -150,14 +150,13 @@ describe('getPet sunset', () => {
 describe('getPet call counting', () => {
   async function loggedApp(t: TestContext, config: Partial<Config> = {}) {
     const lines: string[] = []
-    const { store, sameTurnReads } = await openTestStore(t, tempDir(t), {})
+    const { store } = await openTestStore(t, tempDir(t), {})
     const clock = manualClock(new Date('2026-01-15T12:00:00Z'))
     const alice = await createApiKey(store, clock, 'alice-app')
     const bob = await createApiKey(store, clock, 'bob-app')
     const app = await buildApp({
       config: configWith(config),
       store,
-      sameTurnReads,
       clock,
       logger: { level: 'info', stream: { write: (line: string) => lines.push(line) } },
     })

@@ -1,6 +1,6 @@
 // PetService.create on either store: without an Idempotency-Key, and with one whose claim could
-// not be released. A name with U+0000 never reaches the service: the schema refuses it in the
-// routes and the fast lane (create-pet.test.ts, fast-lane.test.ts).
+// not be released. A name with U+0000 never reaches the service: the route's schema refuses it
+// (create-pet.test.ts).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { systemClock } from '../../src/clock.js'

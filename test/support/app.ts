@@ -10,7 +10,7 @@ import { type Config, configWith } from '../../src/config.js'
 import { openPostgresStore } from '../../src/storage/postgres/postgres-store.js'
 import { Database } from '../../src/storage/sqlite/driver.js'
 import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
-import type { SameTurnReads, Store } from '../../src/storage/store.js'
+import type { Store } from '../../src/storage/store.js'
 import { Conformance } from './conformance.js'
 import { freshPostgresUrl, TEST_STORE } from './postgres.js'
 import { tempDir } from './workspace.js'
@@ -52,17 +52,13 @@ export async function testStore(
   return (await openTestStore(t, dir, settings)).store
 }
 
-/** What openTestStore opens: the store, its same-turn reads (SQLite) and a `sql` function. */
+/** What openTestStore opens: the store and a `sql` function. */
 export interface OpenedTestStore {
   store: Store
-  sameTurnReads?: SameTurnReads
   sql: TestApp['sql']
 }
 
-/**
- * testStore, with its same-turn reads (as openStore gives them) and a `sql` function for another
- * connection to the store's database.
- */
+/** testStore, with a `sql` function for another connection to the store's database. */
 export async function openTestStore(
   t: TestContext,
   dir: string,
@@ -98,7 +94,7 @@ export async function openTestStore(
         db.close()
       }
     }
-    opened = { store, sameTurnReads: store, sql }
+    opened = { store, sql }
   }
   t.after(() => opened.store.close())
   return opened
@@ -107,7 +103,7 @@ export async function openTestStore(
 export async function testApp(t: TestContext, opts: TestAppOptions = {}): Promise<TestApp> {
   const dir = tempDir(t)
   const config = configWith(opts.config)
-  const { store, sameTurnReads, sql } = await openTestStore(t, dir, {
+  const { store, sql } = await openTestStore(t, dir, {
     idempotencyKeysPerApiKey: config.idempotencyKeysPerApiKey,
   })
   const clock = manualClock(opts.now ?? new Date('2026-01-15T12:00:00Z'))
@@ -115,7 +111,6 @@ export async function testApp(t: TestContext, opts: TestAppOptions = {}): Promis
   const app = await buildApp({
     config,
     store: opts.wrapStore ? opts.wrapStore(store) : store,
-    sameTurnReads,
     clock: opts.clock ?? clock,
   })
   await app.ready()

@@ -92,7 +92,7 @@ export async function tlsServer(
   },
 ): Promise<TlsServer> {
   const { certPath, keyPath } = certificate()
-  const { store, sameTurnReads } = await openTestStore(t, tempDir(t), {})
+  const { store } = await openTestStore(t, tempDir(t), {})
   const clock = manualClock(new Date('2026-01-15T12:00:00Z'))
   const config = configWith({
     tlsCertPath: certPath,
@@ -105,7 +105,6 @@ export async function tlsServer(
   const app = await buildApp({
     config,
     store,
-    sameTurnReads,
     clock,
     tls: loadTls(config),
     isDraining: opts.isDraining,

@@ -1,19 +1,86 @@
 // Brings a PostgreSQL database's schema up to date before a store opens on it, and tells whether
 // a pooler stands between the service and the server.
-import { Kysely, Migrator } from 'kysely'
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  Kysely,
+  Migrator,
+  PostgresAdapter,
+  PostgresDialect,
+  PostgresDriver,
+} from 'kysely'
 import pg from 'pg'
-import { MigrationDialect } from './migration-dialect.js'
 import { postgresMigrations } from './migrations.js'
-import { type PostgresOptions, poolConfig, survivingLostConnections } from './pool.js'
-import { serverOf, startFailure } from './start-failure.js'
-import { beginBounded } from './statements.js'
+import { beginBounded, newPool, type PostgresOptions } from './pool.js'
 import { unavailability } from './unavailability.js'
 
-export interface PreparedDatabase {
-  /** The migrations applied now, by name. */
-  migrated: string[]
-  /** A pooler answers for the server: connections are not the server's own (no named statements). */
-  pooled: boolean
+/**
+ * Kysely's own lock id, so that instances of a release taking the session lock and instances of
+ * this one still exclude each other while both run.
+ */
+const MIGRATION_LOCK = '3853314791062309107'
+
+/**
+ * Kysely's dialect with its migration lock held by the migrations' transaction, taken as it
+ * begins (with its bounds, in one round trip), rather than by the session: behind a pooler in
+ * transaction mode a session's lock stays on a server connection that other clients then use,
+ * and its release may reach another one.
+ */
+class MigrationDialect extends PostgresDialect {
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly timeoutMs: number,
+  ) {
+    super({ pool })
+  }
+
+  override createDriver(): PostgresDriver {
+    const begin = `${beginBounded(this.timeoutMs)}; SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`
+    return new (class extends PostgresDriver {
+      override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+        await connection.executeQuery(CompiledQuery.raw(begin))
+      }
+    })({ pool: this.pool })
+  }
+
+  override createAdapter(): PostgresAdapter {
+    return new (class extends PostgresAdapter {
+      override async acquireMigrationLock(): Promise<void> {}
+      override async releaseMigrationLock(): Promise<void> {}
+    })()
+  }
+}
+
+/** The server named by `url`, as an operator would look for it. */
+function serverOf(url: string): string {
+  const { hostname, port } = new URL(url)
+  return `PostgreSQL at ${hostname}:${port || 5432}`
+}
+
+/** 3D000, or PgBouncer's word for it: it passes the server's message on under 08P01. */
+const MISSING_DATABASE = /^database "(.+)" does not exist$/
+
+/**
+ * The failure to make the first connection of a start, worded for the operator: no answer at all,
+ * a refusal, or a database that is not there. An error that is none of these (a bug) is returned
+ * as it was.
+ */
+function startFailure(url: string, err: unknown): unknown {
+  const server = serverOf(url)
+  if (err instanceof pg.DatabaseError) {
+    if (err.code === '3D000' || MISSING_DATABASE.test(err.message)) {
+      // The database `url` names, or, where it names none, the one the server reported.
+      const named = decodeURIComponent(new URL(url).pathname.slice(1))
+      const name = named || (MISSING_DATABASE.exec(err.message)?.[1] ?? '')
+      return new Error(
+        `${server} has no database "${name}" (create it with createdb ${name}, or fix PETSTORE_DATABASE_URL)`,
+        { cause: err },
+      )
+    }
+    return new Error(`${server} refused the connection: ${err.message}`, { cause: err })
+  }
+  if (unavailability(err) === null) return err
+  return new Error(`${server} is not reachable (${(err as Error).message})`, { cause: err })
 }
 
 /** The first connection's schema, and whether its server process is the one the handshake named. */
@@ -37,14 +104,16 @@ async function probe(pool: pg.Pool, url: string): Promise<{ schema: string; pool
   }
 }
 
-/** Applies the pending migrations; tells whether the connections go through a pooler. */
-export async function preparePostgres(opts: PostgresOptions): Promise<PreparedDatabase> {
+/**
+ * Applies the pending migrations; tells which, by name, and whether a pooler answers for the
+ * server: its connections are then not the server's own (no named statements).
+ */
+export async function preparePostgres(
+  opts: PostgresOptions,
+): Promise<{ migrated: string[]; pooled: boolean }> {
   // Kysely ends the pool it was given when destroyed: the migration gets its own.
-  const pool = survivingLostConnections(new pg.Pool(poolConfig(opts, 1)))
-  pool.on('error', () => undefined)
-  const db = new Kysely<unknown>({
-    dialect: new MigrationDialect({ pool }, beginBounded(opts.timeoutMs)),
-  })
+  const pool = newPool(opts, 1)
+  const db = new Kysely<unknown>({ dialect: new MigrationDialect(pool, opts.timeoutMs) })
   try {
     const { schema, pooled } = await probe(pool, opts.url)
     // Kysely looks for its own tables in every schema unless told which one: naming the

@@ -6,17 +6,6 @@ import { StorageUnavailableError } from '../errors.js'
 /** Why the database cannot serve: it refuses writes, or it cannot be used at all right now. */
 export type Unavailability = 'read-only' | 'unreachable'
 
-const MESSAGES: Record<Unavailability, string> = {
-  'read-only': 'the database is read-only; retry later',
-  unreachable: 'the database is not reachable; retry later',
-}
-
-/**
- * 25006: a hot standby, a demoted primary, or default_transaction_read_only. The service never asks
- * for a read-only transaction, so it is always the server's state.
- */
-const READ_ONLY = '25006'
-
 /**
  * SQLSTATE classes of a server that cannot serve now: 08 connection, 28 authorization, 3D no such
  * database, 53 resources, 57 operator intervention (shutdown, statement timeout), 58 server I/O.
@@ -42,30 +31,42 @@ const DRIVER_MISUSE = [
   'Release called on client which has already been released',
 ]
 
-/** Why `err` means the database cannot serve now; null when it is a bug (or a plain refusal). */
+/**
+ * Why `err` means the database cannot serve now; null when it is a bug (or a plain refusal).
+ * 25006 is a hot standby, a demoted primary, or default_transaction_read_only: the service never
+ * asks for a read-only transaction, so it is always the server's state.
+ */
 export function unavailability(err: unknown): Unavailability | null {
   if (err instanceof pg.DatabaseError) {
-    const sqlState = err.code ?? ''
-    if (sqlState === READ_ONLY) return 'read-only'
+    const state = err.code ?? ''
+    if (state === '25006') return 'read-only'
     const unavailable =
-      UNAVAILABLE_CLASSES.includes(sqlState.slice(0, 2)) || UNAVAILABLE_STATES.includes(sqlState)
+      UNAVAILABLE_CLASSES.includes(state.slice(0, 2)) || UNAVAILABLE_STATES.includes(state)
     return unavailable ? 'unreachable' : null
   }
   if (!(err instanceof Error) || BUG_TYPES.some((type) => err instanceof type)) return null
   return DRIVER_MISUSE.some((prefix) => err.message.startsWith(prefix)) ? null : 'unreachable'
 }
 
+/** Fixed messages, never the server's. */
+const MESSAGES: Record<Unavailability, string> = {
+  'read-only': 'the database is read-only; retry later',
+  unreachable: 'the database is not reachable; retry later',
+}
+
+const unavailable = (why: Unavailability, cause: unknown) =>
+  new StorageUnavailableError(MESSAGES[why], 1, { cause })
+
 /**
  * The failure to get a connection: unavailability whatever it was, since a database that does not
  * accept connections now answers 55000, which on an open connection would mean a bug.
  */
-export function unavailableToConnect(err: unknown): StorageUnavailableError {
-  return new StorageUnavailableError(MESSAGES.unreachable, 1, { cause: err })
-}
+export const unavailableToConnect = (err: unknown): StorageUnavailableError =>
+  unavailable('unreachable', err)
 
-/** A StorageUnavailableError (its message a fixed one, never the server's) for such an `err`. */
+/** A StorageUnavailableError for such an `err`; any other error as it was. */
 export function unavailableIfCannotServe(err: unknown): unknown {
   if (err instanceof StorageUnavailableError) return err
   const why = unavailability(err)
-  return why === null ? err : new StorageUnavailableError(MESSAGES[why], 1, { cause: err })
+  return why === null ? err : unavailable(why, err)
 }

@@ -11,12 +11,21 @@ export const BUSY_TIMEOUT_MS = 5000
 /**
  * Opens a connection to the store's file with the settings every connection of the service uses.
  * `create: false` for a second connection, which must find the file the first one made. The first
- * connection's path is checked: one that cannot hold a store is a DatabasePathError.
+ * connection's path is checked: one that cannot hold a store (a file SQLite cannot open, or that is
+ * no database) is a DatabasePathError.
  */
 export function openDatabase(path: string, opts: { create: boolean }): BetterSqlite3.Database {
   if (!opts.create) return configured(new Database(path, { fileMustExist: true }))
   if (path !== ':memory:') makeFolder(dirname(path))
-  return asPathError(path, () => configured(new Database(path)))
+  try {
+    return configured(new Database(path))
+  } catch (err) {
+    if (!hasCode(err, 'SQLITE_CANTOPEN') && !hasCode(err, 'SQLITE_NOTADB')) throw err
+    const { code, message } = err as { code: string; message: string }
+    throw new DatabasePathError(`cannot open ${path} as a SQLite database (${code}: ${message})`, {
+      cause: err,
+    })
+  }
 }
 
 function configured(db: BetterSqlite3.Database): BetterSqlite3.Database {
@@ -44,19 +53,6 @@ function makeFolder(dir: string): void {
     const { code, path } = err as NodeJS.ErrnoException
     const inTheWay = code === 'EEXIST' || code === 'ENOTDIR' ? ': a file is in the way' : ''
     throw new DatabasePathError(`cannot create the folder ${path ?? dir} (${code}${inTheWay})`, {
-      cause: err,
-    })
-  }
-}
-
-/** `open()`'s result; a file SQLite cannot open, or that is no database, is a DatabasePathError. */
-function asPathError<T>(path: string, open: () => T): T {
-  try {
-    return open()
-  } catch (err) {
-    if (!hasCode(err, 'SQLITE_CANTOPEN') && !hasCode(err, 'SQLITE_NOTADB')) throw err
-    const { code, message } = err as { code: string; message: string }
-    throw new DatabasePathError(`cannot open ${path} as a SQLite database (${code}: ${message})`, {
       cause: err,
     })
   }

@@ -1,11 +1,26 @@
 // Versioned schema changes of the SQLite store, applied in order by Kysely's migrator.
-import { type Kysely, type Migration, sql } from 'kysely'
+import type Database from 'better-sqlite3'
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type DialectAdapter,
+  type Driver,
+  Kysely,
+  type Migration,
+  Migrator,
+  SqliteAdapter,
+  SqliteDialect,
+  type SqliteDialectConfig,
+  SqliteDriver,
+  sql,
+} from 'kysely'
 import {
   type ColumnTypes,
   createInitialSchema,
   createPetsIndex,
   createPetsTable,
 } from '../initial-schema.js'
+import { SQLITE_MIGRATION_NAMES } from './migration-names.js'
 
 const SQLITE_TYPES: ColumnTypes = {
   // AUTOINCREMENT: ids are never reused, so a cursor can never skip over a recycled id.
@@ -21,7 +36,7 @@ export const sqliteMigrations: Record<string, Migration> = {
   '001-initial': { up: (db: Kysely<unknown>) => createInitialSchema(db, SQLITE_TYPES) },
   '002-pets-status-check-as-comparisons': {
     // SQLite cannot change a CHECK in place: the table is rebuilt (lang_altertable.html#otheralter)
-    // with foreign keys off (migrate-with-kysely.ts), so they are checked before the commit.
+    // with foreign keys off (runSqliteMigrations), so they are checked before the commit.
     async up(db: Kysely<unknown>) {
       await createPetsTable(db, SQLITE_TYPES, 'pets_new', STATUS_COMPARISONS)
       await sql`INSERT INTO pets_new (id, name, category_id, status, created_at)
@@ -45,4 +60,64 @@ export const sqliteMigrations: Record<string, Migration> = {
       await sql`ALTER TABLE idempotency_keys ADD COLUMN claim_token TEXT`.execute(db)
     },
   },
+}
+
+/**
+ * Kysely's SQLite migrator assumes one process: here the pending migrations run in one transaction
+ * that takes the write lock before reading which are applied, so another process waits, then skips.
+ */
+class TransactionalSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true
+  }
+}
+
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'))
+  }
+}
+
+class MigrationSqliteDialect extends SqliteDialect {
+  constructor(private readonly config: SqliteDialectConfig) {
+    super(config)
+  }
+
+  override createDriver(): Driver {
+    return new ImmediateSqliteDriver(this.config)
+  }
+
+  override createAdapter(): DialectAdapter {
+    return new TransactionalSqliteAdapter()
+  }
+}
+
+/** Brings the database schema up to date; several processes may do it at once on one file. */
+export async function runSqliteMigrations(database: Database.Database): Promise<string[]> {
+  const names = Object.keys(sqliteMigrations)
+  if (names.join('\n') !== SQLITE_MIGRATION_NAMES.join('\n')) {
+    throw new Error(
+      `migration-names.ts lists ${SQLITE_MIGRATION_NAMES}, migrations.ts has ${names}`,
+    )
+  }
+  // The dialect closes its database when Kysely is destroyed; the caller keeps using this one.
+  const keepOpen = { close() {}, prepare: (text: string) => database.prepare(text) }
+  const db = new Kysely<unknown>({ dialect: new MigrationSqliteDialect({ database: keepOpen }) })
+  // Off while migrations run, as SQLite's procedure for rebuilding a table wants (002 drops pets,
+  // which idempotency_keys refers to); a migration that could break a key checks them itself.
+  // Set outside the transaction: inside one, SQLite ignores it.
+  const foreignKeys = database.pragma('foreign_keys', { simple: true })
+  database.pragma('foreign_keys = OFF')
+  try {
+    const migrator = new Migrator({
+      db,
+      provider: { getMigrations: async () => sqliteMigrations },
+    })
+    const result = await migrator.migrateToLatest()
+    if (result.error) throw result.error
+    return (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
+  } finally {
+    await db.destroy()
+    database.pragma(`foreign_keys = ${foreignKeys ? 'ON' : 'OFF'}`)
+  }
 }

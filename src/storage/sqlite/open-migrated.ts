@@ -2,21 +2,18 @@ import { setTimeout } from 'node:timers/promises'
 import type Database from 'better-sqlite3'
 import { openDatabase } from './connection.js'
 import { hasCode } from './faults.js'
-import { migrateSqlite } from './migrate.js'
+import { SQLITE_MIGRATION_NAMES } from './migration-names.js'
 
 const BUSY_ATTEMPTS = 5
 
-/** A connection to the store's file, and the migrations applied to it just now, by name. */
-export interface MigratedDatabase {
-  db: Database.Database
-  migrated: string[]
-}
-
 /**
- * A connection to the file with the schema up to date. Processes starting together on a new file
- * can get SQLITE_BUSY at once (waiting could deadlock); both steps are idempotent, so it retries.
+ * A connection to the file with the schema up to date, and the migrations applied just now, by
+ * name. Processes starting together on a new file can get SQLITE_BUSY at once (waiting could
+ * deadlock); both steps are idempotent, so it retries.
  */
-export async function openMigrated(path: string): Promise<MigratedDatabase> {
+export async function openMigrated(
+  path: string,
+): Promise<{ db: Database.Database; migrated: string[] }> {
   for (let attempt = 1; ; attempt++) {
     let db: Database.Database | undefined
     try {
@@ -28,4 +25,20 @@ export async function openMigrated(path: string): Promise<MigratedDatabase> {
       await setTimeout(20 * attempt)
     }
   }
+}
+
+/**
+ * Brings the schema up to date and returns the names of the migrations it applied. Kysely, slow to
+ * load, is loaded only when its bookkeeping table lacks one this version knows.
+ */
+export async function migrateSqlite(db: Database.Database): Promise<string[]> {
+  const bookkeeping = db
+    .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'kysely_migration'")
+    .get()
+  if (bookkeeping !== undefined) {
+    const applied = new Set(db.prepare('SELECT name FROM kysely_migration').pluck().all())
+    if (SQLITE_MIGRATION_NAMES.every((name) => applied.has(name))) return []
+  }
+  const { runSqliteMigrations } = await import('./migrations.js')
+  return runSqliteMigrations(db)
 }

@@ -1,27 +1,12 @@
 // What the main thread and the SQLite writer thread (writer-thread.ts) send each other.
-import type {
-  ApiKeyRecord,
-  IdempotencyClaimRef,
-  IdempotencyClaimRequest,
-  NewPet,
-} from '../store.js'
-import type { CreateItem } from './pet-writes.js'
+import type { CreateItem } from '../create-item.js'
+import type { NewPet } from '../store.js'
+import type { WriteName } from './writes.js'
 
-/** Every write of the store; each is answered with the value of its SqliteWrites method. */
-type Write =
-  /** A batch of creates (encodeBatch); answered with their ids as a BigInt64Array. */
-  | { type: 'commit'; batch: string }
-  /** A write that changes nothing (faults.ts writeProbe). */
-  | { type: 'probe' }
-  | { type: 'claim'; request: IdempotencyClaimRequest }
-  | { type: 'release'; ref: IdempotencyClaimRef }
-  | { type: 'purge'; cutoff: Date }
-  | { type: 'insertKey'; key: ApiKeyRecord }
-  | { type: 'revokeKey'; id: string; at: Date }
-  /** The seed's pets, in one transaction. */
-  | { type: 'insertPets'; pets: PetColumns; createdAt: number }
-
-export type WriteRequest = Write & {
+/** A write of the store: the thread answers with what `sqliteWrites(...)[type](...args)` returns. */
+export interface WriteRequest {
+  type: WriteName
+  args: unknown[]
   seq: number
   /** Date.now() when sent: the time it spends queued counts against its wait for the lock. */
   sentAt: number

@@ -7,14 +7,8 @@ import type Database from 'better-sqlite3'
 import { IdempotencyCap } from '../idempotency-cap.js'
 import { BUSY_TIMEOUT_MS, openDatabase } from './connection.js'
 import { FILE_REPLACED, type FileIdentity, identityAt, sameFile } from './faults.js'
-import {
-  decodeBatch,
-  decodePets,
-  type WriteRequest,
-  type WriterReply,
-  type WriterRequest,
-} from './writer-messages.js'
-import { SqliteWrites } from './writes.js'
+import type { WriteRequest, WriterReply, WriterRequest } from './writer-messages.js'
+import { type SqliteWrites, sqliteWrites } from './writes.js'
 
 export interface WriterData {
   path: string
@@ -49,45 +43,19 @@ function checkFile(): void {
 }
 
 function open(): Connection {
-  let db: Database.Database
+  let db: Database.Database | undefined
   try {
     db = openDatabase(path, { create: false })
+    checkFile()
   } catch (err) {
+    db?.close()
     // A file that is gone is reported as such rather than as a file that cannot be opened.
     checkFile()
     throw err
   }
-  try {
-    checkFile()
-  } catch (err) {
-    db.close()
-    throw err
-  }
   // Appends to the id index's end touch few pages: a small cache keeps the thread's memory low.
   db.pragma('cache_size = -2048')
-  return { db, writes: new SqliteWrites(db, cap) }
-}
-
-/** Performs the request on the thread's connection; what its answer carries. */
-function perform(writes: SqliteWrites, request: WriteRequest): unknown {
-  switch (request.type) {
-    case 'commit':
-      return BigInt64Array.from(writes.commit(decodeBatch(request.batch)))
-    case 'probe':
-      return writes.probe()
-    case 'claim':
-      return writes.claim(request.request)
-    case 'release':
-      return writes.release(request.ref)
-    case 'purge':
-      return writes.purge(request.cutoff)
-    case 'insertKey':
-      return writes.insertKey(request.key)
-    case 'revokeKey':
-      return writes.revokeKey(request.id, request.at)
-    case 'insertPets':
-      return writes.insertPets(decodePets(request.pets), request.createdAt)
-  }
+  return { db, writes: sqliteWrites(db, cap) }
 }
 
 /**
@@ -100,13 +68,14 @@ const QUEUE_SLACK_MS = 20
  * busy_timeout bounds a write's whole wait, its time queued here included: behind a write waiting
  * for another process's lock, each queued write would otherwise wait busy_timeout again in turn.
  */
-function performInTime(connection: Connection, request: WriteRequest): unknown {
-  const queuedMs = Date.now() - request.sentAt
-  if (queuedMs <= QUEUE_SLACK_MS) return perform(connection.writes, request)
-  const busyTimeout = (ms: number) => connection.db.pragma(`busy_timeout = ${Math.floor(ms)}`)
+function performInTime({ db, writes }: Connection, { type, args, sentAt }: WriteRequest): unknown {
+  const perform = () => (writes[type] as (...args: unknown[]) => unknown)(...args)
+  const queuedMs = Date.now() - sentAt
+  if (queuedMs <= QUEUE_SLACK_MS) return perform()
+  const busyTimeout = (ms: number) => db.pragma(`busy_timeout = ${Math.floor(ms)}`)
   busyTimeout(Math.max(0, BUSY_TIMEOUT_MS - queuedMs))
   try {
-    return perform(connection.writes, request)
+    return perform()
   } finally {
     busyTimeout(BUSY_TIMEOUT_MS)
   }

@@ -1,28 +1,46 @@
-// The main thread's side of the writer thread (writer-thread.ts): it hands over every write of the
-// store and settles each one's promise once the thread has made it durable, or failed it.
+// Where the SQLite store's writes run: on the writer thread (writer-thread.ts) for a file, whose
+// every write is handed over and settled once the thread made it durable; in memory, here.
 import { Worker } from 'node:worker_threads'
-import type { CreateItem } from '../create-item.js'
-import type {
-  ApiKeyRecord,
-  IdempotencyClaim,
-  IdempotencyClaimRef,
-  IdempotencyClaimRequest,
-  NewPet,
-} from '../store.js'
 import { WRITER_DIED } from './faults.js'
-import type { StoreWriter } from './store-writer.js'
-import { encodeBatch, encodePets, type WriterReply, type WriterRequest } from './writer-messages.js'
+import type { WriteRequest, WriterReply, WriterRequest } from './writer-messages.js'
 import type { WriterData } from './writer-thread.js'
+import type { SqliteWrites, WriteAnswer, WriteArgs, WriteName } from './writes.js'
 
-interface Waiting {
-  resolve: (value: unknown) => void
-  reject: (err: Error) => void
+/** Where the store's writes run; each settles once it is durable (or failed). */
+export interface StoreWriter {
+  /** Whether the writer has a connection of its own open (the thread's), for the store's stats. */
+  readonly running: boolean
+  /** Commits made on the main connection, which its PRAGMA data_version does not count. */
+  readonly ownCommits: number
+  write<K extends WriteName>(
+    type: K,
+    args: WriteArgs<K>,
+    transfer?: ArrayBuffer[],
+  ): Promise<WriteAnswer<K>>
+  /** Call once no write is in flight. */
+  close(): Promise<void>
+}
+
+/** The writes on the main connection, for an in-memory database, which no other thread can open. */
+export class LocalWriter implements StoreWriter {
+  readonly running = false
+  ownCommits = 0
+
+  constructor(private readonly writes: SqliteWrites) {}
+
+  async write<K extends WriteName>(type: K, args: WriteArgs<K>): Promise<WriteAnswer<K>> {
+    const value = (this.writes[type] as (...args: unknown[]) => WriteAnswer<K>)(...args)
+    this.ownCommits++
+    return value
+  }
+
+  async close(): Promise<void> {}
 }
 
 /** One writer thread, with the requests it holds: its death fails those and no others. */
 interface Thread {
   worker: Worker
-  waiting: Map<number, Waiting>
+  waiting: Map<number, { resolve: (value: unknown) => void; reject: (err: Error) => void }>
 }
 
 /** Starts a writer thread; another entry only in tests, which make a thread die. */
@@ -41,14 +59,9 @@ const FROM_SOURCE = import.meta.url.endsWith('.ts')
 /** The writer thread's entry, beside this module (.js once built, .ts when run from source). */
 const ENTRY = new URL(`./writer-thread${FROM_SOURCE ? '.ts' : '.js'}`, import.meta.url)
 
-/** What a request still held by a thread that died fails with: it may or may not have committed. */
-function writerDied(cause: Error): Error {
-  return Object.assign(new Error(`the SQLite writer thread died: ${cause.message}`, { cause }), {
-    code: WRITER_DIED,
-  })
-}
-
+/** The writes on the writer thread (writer-thread.ts), which keeps their syncs off the event loop. */
 export class SqliteWriter implements StoreWriter {
+  readonly ownCommits = 0
   private thread: Thread | null = null
   private seq = 0
 
@@ -58,63 +71,23 @@ export class SqliteWriter implements StoreWriter {
     private readonly spawn: SpawnWriter = writerSpawner(ENTRY),
   ) {}
 
-  /** Whether a thread is up (one starts with the first write). */
   get running(): boolean {
     return this.thread !== null
   }
 
-  /** Commits the batch in one transaction on the writer's connection; resolves once it is durable. */
-  commit(items: CreateItem[]): Promise<BigInt64Array> {
-    const batch = encodeBatch(items)
-    return this.send((seq, sentAt) => ({ type: 'commit', seq, sentAt, batch }))
-  }
-
-  /** A write that changes nothing, on the writer's connection; resolves once it is durable. */
-  probe(): Promise<void> {
-    return this.send((seq, sentAt) => ({ type: 'probe', seq, sentAt }))
-  }
-
-  claim(request: IdempotencyClaimRequest): Promise<IdempotencyClaim> {
-    return this.send((seq, sentAt) => ({ type: 'claim', seq, sentAt, request }))
-  }
-
-  release(ref: IdempotencyClaimRef): Promise<void> {
-    return this.send((seq, sentAt) => ({ type: 'release', seq, sentAt, ref }))
-  }
-
-  purge(cutoff: Date): Promise<number> {
-    return this.send((seq, sentAt) => ({ type: 'purge', seq, sentAt, cutoff }))
-  }
-
-  insertKey(key: ApiKeyRecord): Promise<void> {
-    return this.send((seq, sentAt) => ({ type: 'insertKey', seq, sentAt, key }))
-  }
-
-  revokeKey(id: string, at: Date): Promise<boolean> {
-    return this.send((seq, sentAt) => ({ type: 'revokeKey', seq, sentAt, id, at }))
-  }
-
-  insertPets(pets: readonly NewPet[], createdAt: number): Promise<void> {
-    const columns = encodePets(pets)
-    const transfer = [columns.categoryIds.buffer as ArrayBuffer]
-    return this.send(
-      (seq, sentAt) => ({ type: 'insertPets', seq, sentAt, pets: columns, createdAt }),
-      transfer,
-    )
-  }
-
-  /** The answer's type is the one of the request's SqliteWrites method (writer-thread.ts). */
-  private send<T>(
-    request: (seq: number, sentAt: number) => WriterRequest,
-    transfer?: ArrayBuffer[],
-  ): Promise<T> {
+  write<K extends WriteName>(
+    type: K,
+    args: WriteArgs<K>,
+    transfer: ArrayBuffer[] = [],
+  ): Promise<WriteAnswer<K>> {
     const thread = this.thread ?? this.start()
     const seq = ++this.seq
-    return new Promise<T>((resolve, reject) => {
+    return new Promise((resolve, reject) => {
       // Referenced only while a request is in flight: an idle thread keeps no process alive.
       if (thread.waiting.size === 0) thread.worker.ref()
       thread.waiting.set(seq, { resolve: resolve as (value: unknown) => void, reject })
-      thread.worker.postMessage(request(seq, Date.now()), transfer)
+      const request: WriteRequest = { type, args, seq, sentAt: Date.now() }
+      thread.worker.postMessage(request, transfer)
     })
   }
 
@@ -146,7 +119,9 @@ export class SqliteWriter implements StoreWriter {
     const died = (cause: Error) => {
       if (this.thread === thread) this.thread = null
       if (thread.waiting.size === 0) return
-      const err = writerDied(cause)
+      // What it held may or may not have committed.
+      const message = `the SQLite writer thread died: ${cause.message}`
+      const err = Object.assign(new Error(message, { cause }), { code: WRITER_DIED })
       for (const waiting of thread.waiting.values()) waiting.reject(err)
       thread.waiting.clear()
     }

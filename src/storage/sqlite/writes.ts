@@ -1,63 +1,188 @@
 // Every write of the SQLite store, on one connection: the writer thread's (writer-thread.ts), or
 // the main connection's for an in-memory database, which no other thread can open.
 import type Database from 'better-sqlite3'
+import { apiKeyValues } from '../api-key-row.js'
 import type { CreateItem } from '../create-item.js'
 import type { IdempotencyCap } from '../idempotency-cap.js'
+import { decideIdempotencyClaim, type IdempotencyRow } from '../idempotency-claim.js'
 import type {
   ApiKeyRecord,
-  IdempotencyClaim,
   IdempotencyClaimRef,
   IdempotencyClaimRequest,
   NewPet,
 } from '../store.js'
-import { SqliteApiKeys } from './api-keys.js'
-import { writeProbe } from './faults.js'
-import { SqliteIdempotency } from './idempotency.js'
-import { createTransaction, petInserter } from './pet-writes.js'
+import { decodeBatch, decodePets, type PetColumns } from './writer-messages.js'
 
-export class SqliteWrites {
-  /** A batch of creates in one transaction (pet-writes.ts); their ids in order. */
-  readonly commit: (items: CreateItem[]) => bigint[]
-  /** A real write and sync that changes nothing (faults.ts). */
-  readonly probe: () => void
-  private readonly idempotency: SqliteIdempotency
-  private readonly apiKeys: SqliteApiKeys
-  private readonly bulkInsert: (pets: readonly NewPet[], createdAt: number) => void
-
-  constructor(db: Database.Database, cap: IdempotencyCap) {
-    this.commit = createTransaction(db)
-    this.probe = writeProbe(db)
-    this.idempotency = new SqliteIdempotency(db, cap)
-    this.apiKeys = new SqliteApiKeys(db)
-    const insertAll = db.transaction(petInserter(db))
-    this.bulkInsert = (pets, createdAt) => insertAll.immediate(pets, createdAt)
-  }
-
-  claim(req: IdempotencyClaimRequest): IdempotencyClaim {
-    return this.idempotency.claim(req)
-  }
-
-  release(ref: IdempotencyClaimRef): void {
-    this.idempotency.release(ref)
-  }
-
-  /** Deletes the idempotency records created before `cutoff`; returns how many. */
-  purge(cutoff: Date): number {
-    return this.idempotency.deleteBefore(cutoff)
-  }
-
-  insertKey(key: ApiKeyRecord): void {
+/**
+ * The writes by name, each taking what crosses to the writer thread (writer-messages.ts) and
+ * returning its answer; the thread and LocalWriter (writer.ts) run them the same way.
+ */
+export function sqliteWrites(db: Database.Database, cap: IdempotencyCap) {
+  const commit = createTransaction(db)
+  const insertAll = db.transaction(petInserter(db))
+  const idempotency = idempotencyWrites(db, cap)
+  const insertKey = db.prepare<[string, string, Buffer, number, number | null, number | null]>(
+    'INSERT INTO api_keys (id, name, secret_hash, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?)',
+  )
+  const revokeKey = db.prepare<[number, string]>(
+    'UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL',
+  )
+  // A real write and sync that changes nothing (user_version set to itself): readiness runs it
+  // after a write failed, to learn when writes work again.
+  const userVersion = db.prepare<[], number>('PRAGMA user_version').pluck().safeIntegers(false)
+  const probe = db.transaction(() => db.pragma(`user_version = ${userVersion.get()!}`))
+  return {
+    /** A batch of creates (encodeBatch) in one transaction; their ids in order. */
+    commit: (batch: string) => BigInt64Array.from(commit(decodeBatch(batch))),
+    probe: (): void => void probe.immediate(),
+    ...idempotency,
     // From another thread secretHash arrives as a Uint8Array, which SQLite binds as a Buffer's bytes.
-    this.apiKeys.insert(key)
+    insertKey: (k: ApiKeyRecord): void => void insertKey.run(...apiKeyValues(k)),
+    /** True when the key was there and not yet revoked. */
+    revokeKey: (id: string, at: Date) => revokeKey.run(at.getTime(), id).changes > 0,
+    /** The seed's pets in one transaction (one WAL sync). */
+    insertPets: (pets: PetColumns): void => void insertAll.immediate(decodePets(pets), Date.now()),
   }
+}
 
-  /** True when the key was there and not yet revoked. */
-  revokeKey(id: string, at: Date): boolean {
-    return this.apiKeys.revoke(id, at)
+export type SqliteWrites = ReturnType<typeof sqliteWrites>
+export type WriteName = keyof SqliteWrites
+export type WriteArgs<K extends WriteName> = Parameters<SqliteWrites[K]>
+export type WriteAnswer<K extends WriteName> = ReturnType<SqliteWrites[K]>
+
+/**
+ * Rows per INSERT, largest first (23 creates: 16 + 4 + 2 + 1): a few prepared statements serve
+ * every batch, and a statement's fixed cost is paid per chunk, not per row (docs/performance.md).
+ */
+const CHUNK_SIZES = [64, 32, 16, 8, 4, 2, 1]
+const COLUMNS_PER_ROW = 4
+
+/**
+ * Inserts pets, all created at `createdAt`, in multi-row statements inside the caller's
+ * transaction, and returns their ids in order: the creates' commit and the seed's batches.
+ */
+function petInserter(db: Database.Database): (pets: readonly NewPet[], at: number) => bigint[] {
+  const inserts = new Map<number, Database.Statement<unknown[]>>()
+  const insertRows = (rows: number): Database.Statement<unknown[]> => {
+    let statement = inserts.get(rows)
+    if (statement === undefined) {
+      const values = Array.from({ length: rows }, () => '(?, ?, ?, ?)').join(', ')
+      statement = db.prepare(
+        `INSERT INTO pets (name, category_id, status, created_at) VALUES ${values}`,
+      )
+      inserts.set(rows, statement)
+    }
+    return statement
   }
+  return (pets, createdAt) => {
+    const ids: bigint[] = new Array(pets.length)
+    let done = 0
+    for (const size of CHUNK_SIZES) {
+      while (pets.length - done >= size) {
+        const values: unknown[] = new Array(size * COLUMNS_PER_ROW)
+        for (let i = 0; i < size; i++) {
+          const pet = pets[done + i]!
+          const at = i * COLUMNS_PER_ROW
+          values[at] = pet.name
+          values[at + 1] = pet.categoryId
+          values[at + 2] = pet.status ?? null
+          values[at + 3] = createdAt
+        }
+        // run() and lastInsertRowid rather than `RETURNING id` (which buffers its output rows):
+        // the rows of one statement take consecutive ids, AUTOINCREMENT giving each the one after
+        // the row before (or failing the statement, past the largest id), so the last id gives
+        // them all. A BigInt: the connection reads integers as BigInt (defaultSafeIntegers).
+        const { changes, lastInsertRowid } = insertRows(size).run(values)
+        if (changes !== size) throw new Error(`inserted ${changes} of ${size} pets`)
+        const first = (lastInsertRowid as bigint) - BigInt(size - 1)
+        for (let i = 0; i < size; i++) ids[done + i] = first + BigInt(i)
+        done += size
+      }
+    }
+    return ids
+  }
+}
 
-  /** The pets in one transaction (one WAL sync), all created at `createdAt`. */
-  insertPets(pets: readonly NewPet[], createdAt: number): void {
-    this.bulkInsert(pets, createdAt)
+/** Where a create was refused, in place of its id: no pet has it (ids start at 1). */
+export const CLAIM_RELEASED_ID = 0n
+
+/**
+ * Inserts a batch in one IMMEDIATE transaction (one WAL sync) and returns the new ids in order. A
+ * create whose idempotency claim is no longer held (released or taken over) is left out, with
+ * CLAIM_RELEASED_ID in its place: its request was answered as failed and may be retried.
+ */
+export function createTransaction(db: Database.Database): (items: CreateItem[]) => bigint[] {
+  const insertPets = petInserter(db)
+  const held = db.prepare<[string, string, string]>(
+    'SELECT 1 FROM idempotency_keys WHERE api_key_id = ? AND idempotency_key = ? AND pet_id IS NULL AND claim_token = ?',
+  )
+  const completeIdempotency = db.prepare<[bigint, string, string]>(
+    'UPDATE idempotency_keys SET pet_id = ?, locked_until = NULL WHERE api_key_id = ? AND idempotency_key = ?',
+  )
+  const isHeld = ({ completes: c }: CreateItem) =>
+    c === undefined || held.get(c.apiKeyId, c.key, c.token) !== undefined
+  const commit = db.transaction((items: CreateItem[]): bigint[] => {
+    const kept = items.every(isHeld) ? items : items.filter(isHeld)
+    const keptIds = insertPets(
+      kept.map((item) => item.pet),
+      Date.now(),
+    )
+    for (let i = 0; i < kept.length; i++) {
+      const completes = kept[i]!.completes
+      if (completes) completeIdempotency.run(keptIds[i]!, completes.apiKeyId, completes.key)
+    }
+    if (kept === items) return keptIds
+    const ids = new Map(kept.map((item, i) => [item, keptIds[i]!]))
+    return items.map((item) => ids.get(item) ?? CLAIM_RELEASED_ID)
+  })
+  return (items) => commit.immediate(items)
+}
+
+/** Claims of Idempotency-Keys, their release, and the purge of old ones. */
+function idempotencyWrites(db: Database.Database, cap: IdempotencyCap) {
+  const find = db.prepare<[string, string], IdempotencyRow>(
+    'SELECT request_hash, pet_id, created_at, locked_until FROM idempotency_keys WHERE api_key_id = ? AND idempotency_key = ?',
+  )
+  const upsert = db.prepare<[string, string, string, number, number, string]>(
+    `INSERT INTO idempotency_keys
+         (api_key_id, idempotency_key, request_hash, pet_id, created_at, locked_until, claim_token)
+       VALUES (?, ?, ?, NULL, ?, ?, ?)
+       ON CONFLICT (api_key_id, idempotency_key) DO UPDATE SET
+         request_hash = excluded.request_hash, pet_id = NULL, created_at = excluded.created_at,
+         locked_until = excluded.locked_until, claim_token = excluded.claim_token`,
+  )
+  const release = db.prepare<[string, string, string]>(
+    'DELETE FROM idempotency_keys WHERE api_key_id = ? AND idempotency_key = ? AND pet_id IS NULL AND claim_token = ?',
+  )
+  const purge = db.prepare<[number]>('DELETE FROM idempotency_keys WHERE created_at < ?')
+  const countOf = db
+    .prepare<[string], bigint>('SELECT count(*) FROM idempotency_keys WHERE api_key_id = ?')
+    .pluck()
+  const deleteOldestCompleted = db.prepare<[string, number]>(
+    `DELETE FROM idempotency_keys WHERE rowid IN (
+         SELECT rowid FROM idempotency_keys WHERE api_key_id = ? AND pet_id IS NOT NULL
+         ORDER BY created_at, idempotency_key LIMIT ?)`,
+  )
+  /** Drops the API key's oldest completed records past the cap (IdempotencyCap). */
+  const trim = (apiKeyId: string) => {
+    const count = Number(countOf.get(apiKeyId))
+    const excess = cap.excess(count)
+    const deleted = excess > 0 ? deleteOldestCompleted.run(apiKeyId, excess).changes : 0
+    cap.counted(apiKeyId, count - deleted)
+  }
+  const claim = db.transaction((req: IdempotencyClaimRequest) => {
+    const now = req.now.getTime()
+    const decided = decideIdempotencyClaim(find.get(req.apiKeyId, req.key), req)
+    if (decided.outcome !== 'claimed') return decided
+    upsert.run(req.apiKeyId, req.key, req.requestHash, now, now + req.leaseMs, req.token)
+    if (cap.claimed(req.apiKeyId)) trim(req.apiKeyId)
+    return decided
+  })
+  return {
+    /** Decides and writes the claim in one IMMEDIATE transaction, which it commits. */
+    claim: (req: IdempotencyClaimRequest) => claim.immediate(req),
+    release: (ref: IdempotencyClaimRef): void => void release.run(ref.apiKeyId, ref.key, ref.token),
+    /** Deletes the records created before `cutoff`; returns how many. */
+    purge: (cutoff: Date) => purge.run(cutoff.getTime()).changes,
   }
 }

@@ -1,8 +1,8 @@
 // Faults of the disk and of the SQLite file under a running service (`node dist/main.js serve`,
-// so that the fast lane answers the plain requests): a file system filled to the brim, one the
-// kernel turns read-only, a write lock held past the busy timeout, the file deleted, the file
-// replaced. Each is 503 with Retry-After and the Error body, never 500, readiness 503 while it
-// lasts, and no pet acknowledged with 201 is missing from the file afterwards.
+// as deployed): a file system filled to the brim, one the kernel turns read-only, a write lock
+// held past the busy timeout, the file deleted, the file replaced. Each is 503 with Retry-After
+// and the Error body, never 500, readiness 503 while it lasts, and no pet acknowledged with 201 is
+// missing from the file afterwards.
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import {
@@ -293,7 +293,7 @@ forStore('sqlite', () => {
       assert.equal((await get(service, '/v1/pets/1')).status, 200)
 
       const filler = fillToTheBrim(dir)
-      // The fast lane's create, then the route's (an Idempotency-Key is the service's to handle).
+      // A create, and one with an Idempotency-Key, whose claim is a write of its own.
       assertFault(await create(service, { name: 'full', categoryId: 3 }), FULL, 'create')
       const keyed = { name: 'keyed', categoryId: 4, status: 'pending' }
       const key = { 'idempotency-key': 'disk-full-1' }
@@ -394,7 +394,7 @@ forStore('sqlite', () => {
         { name: 'before-1', categoryId: 1, status: 'pending' },
         { name: 'before-2', categoryId: 2 },
       )
-      // Cached by the fast lane, which must not serve them from the deleted file.
+      // Read once, so cached: no cache may serve them from the deleted file.
       assert.equal((await get(service, '/v1/pets')).status, 200)
       assert.equal((await get(service, '/v1/pets/1')).status, 200)
 

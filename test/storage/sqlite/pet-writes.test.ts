@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type BetterSqlite3 from 'better-sqlite3'
+import type { CreateItem } from '../../../src/storage/create-item.js'
 import { Database } from '../../../src/storage/sqlite/driver.js'
-import { migrateSqlite } from '../../../src/storage/sqlite/migrate.js'
-import { type CreateItem, createTransaction } from '../../../src/storage/sqlite/pet-writes.js'
+import { migrateSqlite } from '../../../src/storage/sqlite/open-migrated.js'
+import { createTransaction } from '../../../src/storage/sqlite/writes.js'
 import { forStore } from '../../support/stores.js'
 
 async function migrated(): Promise<BetterSqlite3.Database> {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import type { CreateItem } from '../../../src/storage/sqlite/pet-writes.js'
+import type { CreateItem } from '../../../src/storage/create-item.js'
 import { decodeBatch, encodeBatch } from '../../../src/storage/sqlite/writer-messages.js'
 import { forStore } from '../../support/stores.js'
 

@@ -84,7 +84,7 @@ forStore('sqlite', () => {
     t.after(() => store.close())
     const clock = manualClock(new Date('2026-01-15T12:00:00Z'))
     const { key } = await createApiKey(store, clock, 'test-key')
-    const app = await buildApp({ config: configWith({}), store, sameTurnReads: store, clock })
+    const app = await buildApp({ config: configWith({}), store, clock })
     await app.ready()
     t.after(() => app.close())
     const post = (body: string, idempotencyKey: string) =>
