@@ -2,12 +2,11 @@
 // around admission, the pet operations and the replies. Listening is left to the caller, so tests
 // build a fresh app per test and drive it in-process.
 import type { IncomingMessage } from 'node:http'
-import type { Http2SecureServer, Http2ServerRequest } from 'node:http2'
+import type { Http2SecureServer } from 'node:http2'
 import type { Socket } from 'node:net'
 import Fastify, {
   type FastifyInstance,
   type FastifyReply,
-  type FastifyRequest,
   type FastifyServerOptions,
 } from 'fastify'
 import type { Redis } from 'ioredis'
@@ -18,23 +17,21 @@ import { openRateCounters } from './auth/rate-counters.js'
 import { type Clock, systemClock } from './clock.js'
 import type { Config } from './config.js'
 import { ApiError } from './errors.js'
+import { registerBodies } from './http/bodies.js'
 import { registerCors } from './http/cors.js'
 import { docsPage } from './http/docs-page.js'
-import { continueWhenRead, holdContinue } from './http/early-answer.js'
-import { unsupportedContentEncoding } from './http/edge.js'
+import { holdContinue } from './http/early-answer.js'
 import { handleClientError, registerErrorHandling, sendOutcome } from './http/error-handling.js'
 import { createOriginOf, registerForwarding } from './http/forwarded.js'
 import { healthRoutes } from './http/health.js'
 import { enforceHttp2Limits, Http2Bodies } from './http/http2-limits.js'
 import { indexRoute } from './http/index-route.js'
-import { isAcceptedJsonCharset, parseJsonBody } from './http/json-body.js'
-import { openApiOptions, registerOpenApi } from './http/openapi.js'
+import { registerOpenApi } from './http/openapi.js'
 import { CommonHeaders, errorOutcome } from './http/replies.js'
 import { requestId } from './http/request-id.js'
 import { lazyChildLogger, RequestLogController } from './http/request-log.js'
 import { registerRootHooks } from './http/root-hooks.js'
 import { enforceSendLimits } from './http/send-deadline.js'
-import { serializerCompiler } from './http/serialization.js'
 import {
   closeHttp2SessionsOnClose,
   type TlsMaterial,
@@ -43,7 +40,6 @@ import {
 } from './http/tls.js'
 import { http1Limits, type TransportLimits } from './http/transport-limits.js'
 import { Turn } from './http/turn.js'
-import { createValidatorCompiler } from './http/validation.js'
 import './http/types.js'
 import { Metrics } from './observability/metrics.js'
 import { DeprecatedCallCounter, deprecationHeaders } from './pets/deprecation.js'
@@ -111,7 +107,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     onRateLimited: (policy) => metrics.rateLimitRejected(policy),
   })
   registerAuth(app, admissions)
-  await registerOpenApi(app, openApiOptions(config))
+  await registerOpenApi(app, config)
   await app.register(docsPage, { specUrl: '/v1/openapi.json' })
   await app.register(indexRoute, { docsUrl: '/docs', specUrl: '/v1/openapi.json' })
 
@@ -207,50 +203,6 @@ function enforceLimits(
   enforceHttp2Limits(server, limits, (stream) => bodies.stalled(stream), deadline)
   closeHttp2SessionsOnClose(app)
   return bodies
-}
-
-/** Validation, serialization and the one body type accepted (JSON). */
-function registerBodies(app: FastifyInstance, http2Bodies: Http2Bodies | undefined): void {
-  app.setValidatorCompiler(createValidatorCompiler())
-  app.setSerializerCompiler(serializerCompiler)
-  app.removeAllContentTypeParsers()
-  // Its parameters are judged before the body is read (preParsing below).
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
-    done(null, body)
-  })
-  // Parsed here rather than in the content-type parser, whose failures Fastify answers with
-  // `Connection: close`: a malformed body is an error like any other, on a connection that stays.
-  app.addHook('preValidation', (request, _reply, done) => {
-    if (!Buffer.isBuffer(request.body)) return done()
-    try {
-      request.body = parseJsonBody(request.body)
-      done()
-    } catch (err) {
-      done(err as Error)
-    }
-  })
-  // After authentication, before a byte of the body is read. Fastify then refuses another media
-  // type or a declared length over the limit, and reading the body sends its 100 Continue.
-  app.addHook('preParsing', (request, reply, payload, done) => {
-    const refused = unsupportedContentEncoding(request.raw) ?? unreadableJson(request)
-    if (refused !== null) return done(refused)
-    const body =
-      http2Bodies !== undefined && request.raw.httpVersionMajor === 2
-        ? http2Bodies.watch(request.raw as unknown as Http2ServerRequest)
-        : payload
-    continueWhenRead(request.raw, reply.raw, body)
-    done(null, body)
-  })
-}
-
-/** Methods whose body Fastify never parses: their Content-Type is not judged. */
-const BODYLESS_METHODS = new Set(['GET', 'HEAD', 'TRACE'])
-
-/** A body the JSON parser would read whose Content-Type parameters do not make it UTF-8 JSON. */
-function unreadableJson(request: FastifyRequest): ApiError | null {
-  if (BODYLESS_METHODS.has(request.method) || request.mediaType !== 'application/json') return null
-  if (isAcceptedJsonCharset(request.headers['content-type']!)) return null
-  return new ApiError('unsupported_media_type', 'request body must be UTF-8 application/json')
 }
 
 function purgeIdempotencyKeys(app: FastifyInstance, service: PetService): void {

@@ -51,85 +51,110 @@ export async function runPrimary(
   // (not at the end of the turn), so that they come before what the workers log in answer.
   const { stream, ...options } = loggerOptions(cfg)
   const log = pino(options, stream instanceof LogDestination ? process.stdout : stream)
-  const live = new Map<number, Worker>()
-  /** Deaths in a row of each slot's workers, each soon after its start. */
-  const quickDeaths = new Array<number>(count).fill(0)
-  let phase: 'starting' | 'running' | 'stopping' = 'starting'
-  let stopSignal: NodeJS.Signals = 'SIGTERM'
-  let listening = 0
-  let exitCode = 0
+  const primary = new Primary(count, log, metricsServer, (address) => {
+    // One line for all workers, in the single process's form, so scripts can wait for it.
+    out.write(`${LISTENING_BANNER} ${address} (store: ${store.kind}, workers: ${count})\n`)
+    if (metricsServer) out.write(`${METRICS_BANNER} ${metricsServer.url}\n`)
+  })
+  const onSignal = (signal: NodeJS.Signals) => primary.signalled(signal)
+  process.on('SIGTERM', onSignal)
+  process.on('SIGINT', onSignal)
+  for (let slot = 0; slot < count; slot++) primary.fork(slot)
+}
 
-  const exitIfAllStopped = () => {
-    if (live.size > 0) return
-    log[exitCode === 0 ? 'info' : 'error']({ exitCode }, 'all workers stopped')
-    const exit = () => process.exit(exitCode)
-    void Promise.resolve(metricsServer?.close()).then(exit, exit)
+/** The workers' watch: their start, their replacement, their drain, and the primary's exit. */
+class Primary {
+  private readonly live = new Map<number, Worker>()
+  /** Deaths in a row of each slot's workers, each soon after its start. */
+  private readonly quickDeaths: number[]
+  private phase: 'starting' | 'running' | 'stopping' = 'starting'
+  private stopSignal: NodeJS.Signals = 'SIGTERM'
+  private listening = 0
+  private exitCode = 0
+
+  constructor(
+    private readonly count: number,
+    private readonly log: pino.Logger,
+    private readonly metricsServer: { close(): Promise<void> } | null,
+    private readonly allListening: (address: string) => void,
+  ) {
+    this.quickDeaths = new Array<number>(count).fill(0)
   }
-  /** Forwards the signal to every worker; each drains as a single process would. */
-  const stop = (signal: NodeJS.Signals) => {
-    phase = 'stopping'
-    stopSignal = signal
-    for (const worker of live.values()) worker.process.kill(signal)
-    exitIfAllStopped()
+
+  signalled(signal: NodeJS.Signals): void {
+    if (this.phase === 'stopping') return
+    this.log.info({ signal, workers: this.count }, 'stopping workers')
+    this.stop(signal)
   }
-  const fork = (slot: number) => {
+
+  fork(slot: number): void {
     const worker = cluster.fork()
     const forkedAt = Date.now()
     const fields = { worker: slot + 1, workerPid: worker.process.pid }
     let isListening = false
-    live.set(slot, worker)
+    this.live.set(slot, worker)
     worker.on('error', (err: Error) =>
-      log.warn({ ...fields, err: err.message }, 'worker channel error'),
+      this.log.warn({ ...fields, err: err.message }, 'worker channel error'),
     )
     worker.on('message', (message: { listening?: unknown } | null) => {
       if (typeof message?.listening !== 'string') return
       isListening = true
-      log.info(fields, 'worker listening')
-      if (phase !== 'starting' || ++listening < count) return
-      phase = 'running'
-      // One line for all workers, in the single process's form, so scripts can wait for it.
-      out.write(
-        `${LISTENING_BANNER} ${message.listening} (store: ${store.kind}, workers: ${count})\n`,
-      )
-      if (metricsServer) out.write(`${METRICS_BANNER} ${metricsServer.url}\n`)
+      this.log.info(fields, 'worker listening')
+      if (this.phase !== 'starting' || ++this.listening < this.count) return
+      this.phase = 'running'
+      this.allListening(message.listening)
     })
     worker.on('exit', (code: number | null, signal: NodeJS.Signals | null) => {
-      live.delete(slot)
-      const exited = { ...fields, code, signal }
-      if (phase === 'running') {
-        quickDeaths[slot] = Date.now() - forkedAt < STABLE_AFTER_MS ? quickDeaths[slot]! + 1 : 0
-        const wait = FIRST_RESTART_DELAY_MS * 2 ** Math.max(0, quickDeaths[slot]! - 1)
-        const restartInMs = Math.min(wait, MAX_RESTART_DELAY_MS)
-        log.warn({ ...exited, restartInMs }, 'worker exited unexpectedly; starting another')
-        setTimeout(() => {
-          if (phase === 'running') fork(slot)
-        }, restartInMs)
-      } else if (phase === 'starting') {
-        // A worker that cannot start (port taken, database refused) will not fare better on retry:
-        // stop like a single process would, with its exit status.
-        log.error(exited, 'worker failed to start; stopping the others')
-        exitCode = code || 1
-        stop('SIGINT')
-      } else {
-        // One still starting may end by the forwarded signal itself: it had nothing to drain.
-        if (code !== 0 && (isListening || signal !== stopSignal)) {
-          log.error(
-            exited,
-            isListening ? 'worker failed to stop cleanly' : 'worker failed to start',
-          )
-          exitCode ||= 1
-        }
-        exitIfAllStopped()
-      }
+      this.live.delete(slot)
+      this.exited(slot, { ...fields, code, signal }, Date.now() - forkedAt, isListening)
     })
   }
 
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (phase === 'stopping') return
-    log.info({ signal, workers: count }, 'stopping workers')
-    stop(signal)
+  private exited(
+    slot: number,
+    exited: { code: number | null; signal: NodeJS.Signals | null },
+    livedMs: number,
+    wasListening: boolean,
+  ): void {
+    const { code, signal } = exited
+    if (this.phase === 'running') {
+      this.quickDeaths[slot] = livedMs < STABLE_AFTER_MS ? this.quickDeaths[slot]! + 1 : 0
+      const wait = FIRST_RESTART_DELAY_MS * 2 ** Math.max(0, this.quickDeaths[slot]! - 1)
+      const restartInMs = Math.min(wait, MAX_RESTART_DELAY_MS)
+      this.log.warn({ ...exited, restartInMs }, 'worker exited unexpectedly; starting another')
+      setTimeout(() => {
+        if (this.phase === 'running') this.fork(slot)
+      }, restartInMs)
+    } else if (this.phase === 'starting') {
+      // A worker that cannot start (port taken, database refused) will not fare better on retry:
+      // stop like a single process would, with its exit status.
+      this.log.error(exited, 'worker failed to start; stopping the others')
+      this.exitCode = code || 1
+      this.stop('SIGINT')
+    } else {
+      // One still starting may end by the forwarded signal itself: it had nothing to drain.
+      if (code !== 0 && (wasListening || signal !== this.stopSignal)) {
+        const message = wasListening ? 'worker failed to stop cleanly' : 'worker failed to start'
+        this.log.error(exited, message)
+        this.exitCode ||= 1
+      }
+      this.exitIfAllStopped()
+    }
   }
-  process.on('SIGTERM', onSignal)
-  process.on('SIGINT', onSignal)
-  for (let slot = 0; slot < count; slot++) fork(slot)
+
+  /** Forwards the signal to every worker; each drains as a single process would. */
+  private stop(signal: NodeJS.Signals): void {
+    this.phase = 'stopping'
+    this.stopSignal = signal
+    for (const worker of this.live.values()) worker.process.kill(signal)
+    this.exitIfAllStopped()
+  }
+
+  private exitIfAllStopped(): void {
+    if (this.live.size > 0) return
+    const { exitCode } = this
+    this.log[exitCode === 0 ? 'info' : 'error']({ exitCode }, 'all workers stopped')
+    const exit = () => process.exit(exitCode)
+    void Promise.resolve(this.metricsServer?.close()).then(exit, exit)
+  }
 }

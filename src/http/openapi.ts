@@ -11,9 +11,6 @@ import { toYaml } from './yaml.js'
 type Json = unknown
 type Obj = Record<string, Json>
 
-/** The document's settings, from the service's (the productionUrl, stagingUrl and openapi* ones). */
-export const openApiOptions = (config: Config): Config => config
-
 /** Where each form of the document is served, and its media type. */
 const FORMS = {
   '/v1/openapi.json': 'application/json; charset=utf-8',
@@ -54,7 +51,8 @@ function finish(node: Json, root = false): Json {
   return out
 }
 
-export async function registerOpenApi(app: FastifyInstance, opts: Config): Promise<void> {
+/** The document's head: title, contact, licence and servers from the settings, tags, security. */
+function documentHead(opts: Config): Obj {
   const contact = present({
     name: opts.openapiContactName,
     url: opts.openapiContactUrl,
@@ -64,42 +62,46 @@ export async function registerOpenApi(app: FastifyInstance, opts: Config): Promi
     opts.openapiLicenseName !== null
       ? present({ name: opts.openapiLicenseName, url: opts.openapiLicenseUrl })
       : undefined
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Pet Store',
+      version: '1.0.0',
+      description: 'The catalogue of animals of a pet store.',
+      ...(contact && { contact }),
+      ...(license && { license }),
+    },
+    // Both servers are for the public: clients on the internet call them.
+    servers: [
+      { url: opts.productionUrl, description: 'Production', 'x-internal': false },
+      { url: opts.stagingUrl, description: 'Staging', 'x-internal': false },
+    ],
+    tags: [
+      { name: 'animals', description: 'The animals of the catalogue.' },
+      {
+        name: 'orders',
+        description:
+          'Store orders are referred to by the interface but not defined by it: `GET /store/orders` answers 501 `not_implemented`.',
+      },
+    ],
+    components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } } },
+    security: [{ bearerAuth: [] }],
+    // Both groups the interface names, each operation in one of them (docs/api-behaviour.md).
+    'x-tagGroups': [
+      { name: 'Store', tags: ['orders'] },
+      { name: 'Pets', tags: ['animals'] },
+    ],
+  }
+}
+
+export async function registerOpenApi(app: FastifyInstance, opts: Config): Promise<void> {
   // @fastify/swagger writes a route's `links` option into its responses: they come from the
   // route's schema (src/pets/route-schemas.ts).
   app.addHook('onRoute', (route) => {
     Object.assign(route, { links: (route.schema as { links?: Obj } | undefined)?.links })
   })
   await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Pet Store',
-        version: '1.0.0',
-        description: 'The catalogue of animals of a pet store.',
-        ...(contact && { contact }),
-        ...(license && { license }),
-      },
-      // Both servers are for the public: clients on the internet call them.
-      servers: [
-        { url: opts.productionUrl, description: 'Production', 'x-internal': false },
-        { url: opts.stagingUrl, description: 'Staging', 'x-internal': false },
-      ],
-      tags: [
-        { name: 'animals', description: 'The animals of the catalogue.' },
-        {
-          name: 'orders',
-          description:
-            'Store orders are referred to by the interface but not defined by it: `GET /store/orders` answers 501 `not_implemented`.',
-        },
-      ],
-      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } } },
-      security: [{ bearerAuth: [] }],
-      // Both groups the interface names, each operation in one of them (docs/api-behaviour.md).
-      'x-tagGroups': [
-        { name: 'Store', tags: ['orders'] },
-        { name: 'Pets', tags: ['animals'] },
-      ],
-    } as never,
+    openapi: documentHead(opts) as never,
     // Paths are relative to the servers, which end in /v1.
     transform: ({ schema, url }) => ({ schema, url: url.replace(/^\/v1(?=\/)/, '') }),
     transformObject: (document) => {
