@@ -1,8 +1,7 @@
 // What a Host header, an HTTP/2 :authority or an X-Forwarded-Host must be: RFC 3986 host[:port],
 // the host an IPv4 address, a bracketed IPv6 address or a name in the DNS form that http(s)
 // names take (RFC 3986 §3.2.2, RFC 1123 labels; `_` allowed, as service names carry it), the
-// port from 1 to 65535. Read by scanning, since every request's Host is read (by the routes and the
-// fast lane).
+// port from 1 to 65535. Read by scanning, since every request's Host is read.
 import { isIPv6 } from 'node:net'
 
 export interface Authority {

@@ -39,7 +39,7 @@ export function isSunset(nowMs: number): boolean {
   return nowMs >= GETPET_SUNSET.getTime()
 }
 
-/** Where the line about each call goes: a request's logger, or the fast lane's. */
+/** Where the line about each call goes: the request's logger. */
 export interface WarnLog {
   warn(fields: object, msg: string): void
 }
