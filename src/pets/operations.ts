@@ -51,12 +51,11 @@ export class PetOperations {
   async list(query: ListPetsQueryType, caller: Caller): Promise<Outcome> {
     const version = caller.version?.pets
     const key = ReadCache.pageKey(query.limit, query.status, query.cursor)
-    const cached = version === undefined ? undefined : this.o.pages.get(key, version)
+    const cached = this.o.pages.get(key, version)
     if (cached !== undefined) return this.page(query, caller, cached.body, cached.nextCursor)
     const found = await this.o.service.listPage(query, caller.deadline)
     const body = this.petsJson(found.pets)
-    if (version !== undefined)
-      this.o.pages.set(key, version, { body, nextCursor: found.nextCursor })
+    this.o.pages.set(key, version, { body, nextCursor: found.nextCursor })
     return this.page(query, caller, body, found.nextCursor)
   }
 
@@ -91,10 +90,10 @@ export class PetOperations {
   async get(petId: bigint, caller: Caller): Promise<Outcome> {
     const version = caller.version?.pets
     const key = ReadCache.petKey(petId)
-    const cached = version === undefined ? undefined : this.o.pets.get(key, version)
+    const cached = this.o.pets.get(key, version)
     if (cached !== undefined) return { status: 200, headers: [], body: cached.body }
     const body = this.petJson(await this.o.service.get(petId, caller.deadline))
-    if (version !== undefined) this.o.pets.set(key, version, { body, nextCursor: null })
+    this.o.pets.set(key, version, { body, nextCursor: null })
     return { status: 200, headers: [], body }
   }
 

@@ -32,12 +32,15 @@ export class ReadCache {
     return String(id)
   }
 
-  get(key: string, version: number): CachedRead | undefined {
+  /** Undefined without a version: nothing read then can be vouched for. */
+  get(key: string, version: number | undefined): CachedRead | undefined {
+    if (version === undefined) return undefined
     const entry = this.entries.get(key)
     return entry?.version === version ? entry : undefined
   }
 
-  set(key: string, version: number, read: CachedRead): void {
+  set(key: string, version: number | undefined, read: CachedRead): void {
+    if (version === undefined) return
     this.entries.delete(key) // a replaced entry is the newest; FifoMap would keep its place
     this.entries.set(key, { version, body: read.body, nextCursor: read.nextCursor })
   }
