@@ -58,6 +58,11 @@ export class ApiKeyVerifier {
    * keys that matched get in; the least recently used goes first.
    */
   private readonly remembered = new LruMap<Remembered>(10_000)
+  /** Checks under way, by the presented text: at most one per key and version at a time. */
+  private readonly checking = new Map<
+    string,
+    { version: number | undefined; result: Promise<AuthenticatedKey | null> }
+  >()
 
   constructor(
     private readonly store: Store,
@@ -74,7 +79,7 @@ export class ApiKeyVerifier {
    * `version`: dataVersion().keys as the request began (remembered keys hold only at it);
    * `deadline`: the request's, which a lookup in the store shares with its other waits.
    */
-  async verify(
+  verify(
     presented: string,
     version?: number,
     deadline?: Deadline,
@@ -85,8 +90,23 @@ export class ApiKeyVerifier {
       known &&
       (known.record === null || (known.version === version && this.isActive(known.record)))
     ) {
-      return known.identity
+      return Promise.resolve(known.identity)
     }
+    // The requests of one turn share its version: while one checks a key, the others wait for it.
+    const pending = this.checking.get(presented)
+    if (pending !== undefined && pending.version === version) return pending.result
+    const result = this.check(presented, version, deadline).finally(() => {
+      if (this.checking.get(presented)?.result === result) this.checking.delete(presented)
+    })
+    this.checking.set(presented, { version, result })
+    return result
+  }
+
+  private async check(
+    presented: string,
+    version: number | undefined,
+    deadline: Deadline | undefined,
+  ): Promise<AuthenticatedKey | null> {
     const m = KEY_PATTERN.exec(presented)
     if (m) {
       const record = await this.store.findApiKey(m[1]!, deadline)

@@ -96,6 +96,31 @@ describe(`read caches over ${TEST_STORE}`, () => {
     assert.equal(res.headers['www-authenticate'], 'Bearer realm="petstore", error="invalid_token"')
   })
 
+  test('the requests of one turn after a change look their key up once', async (t) => {
+    const lookups: string[] = []
+    const a = await testApp(t, {
+      wrapStore: (store) =>
+        Object.assign(Object.create(store), {
+          findApiKey: (id: string, deadline?: number) => {
+            lookups.push(id)
+            return store.findApiKey(id, deadline)
+          },
+        }),
+    })
+    assert.equal((await a.call({ method: 'GET', url: '/v1/pets' })).statusCode, 200)
+    assert.deepEqual(lookups, [a.keyId])
+    // Another connection's commit moves the version: the key is checked again, once for all 8.
+    await a.sql("UPDATE api_keys SET name = 'renamed' WHERE id = ?", a.keyId)
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () => a.call({ method: 'GET', url: '/v1/pets' })),
+    )
+    assert.deepEqual(
+      answers.map((res) => res.statusCode),
+      Array(8).fill(200),
+    )
+    assert.deepEqual(lookups, [a.keyId, a.keyId])
+  })
+
   test('a remembered key still expires at its instant', async (t) => {
     const a = await testApp(t)
     const expiresAt = a.clock.now().getTime() + 1000
