@@ -21,6 +21,7 @@ import {
   MAX_PROXY_HOPS,
   optionalPort,
   originList,
+  orNull,
   type Parser,
   path,
   rateLimitStore,
@@ -32,60 +33,6 @@ import { DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY } from './storage/idempotency-cap.
 
 export { duration } from './setting-parsers.js'
 
-export interface Config {
-  port: number
-  host: string
-  /** Processes serving the API on one port (node:cluster); 1 runs it in this process. */
-  workers: number
-  databaseUrl: string
-  databasePoolSize: number
-  databaseTimeoutMs: number
-  rateLimitStore: 'memory' | 'redis'
-  redisUrl: string
-  apiKeys: string[]
-  /** Where a bootstrap key is written when stdout is not a terminal; null: the default place. */
-  bootstrapKeyFile: string | null
-  /** Fixed start instant of the clock (testing aid); null means the system clock. */
-  now: Date | null
-  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
-  productionUrl: string
-  stagingUrl: string
-  /** `info.contact` and `info.license` of the OpenAPI document; null leaves each field out. */
-  openapiContactName: string | null
-  openapiContactUrl: string | null
-  openapiContactEmail: string | null
-  openapiLicenseName: string | null
-  openapiLicenseUrl: string | null
-  deprecatedAt: Date
-  /** Least time between two `deprecated operation called` lines of one key; 0 logs every call. */
-  deprecatedCallLogIntervalMs: number
-  rateLimitMax: number
-  rateLimitWindowMs: number
-  authFailureLimitMax: number
-  authFailureWindowMs: number
-  /** Idempotency records kept per API key; past it the oldest completed ones go. */
-  idempotencyKeysPerApiKey: number
-  /** Which peers' X-Forwarded-* headers are read (src/http/forwarded.ts). */
-  trustProxy: TrustProxy
-  /** A request's headers and body must arrive within this, or it is answered 408. */
-  requestTimeoutMs: number
-  /** An idle connection (HTTP/1.1 keep-alive, an HTTP/2 session with no stream) closes after this. */
-  keepAliveTimeoutMs: number
-  shutdownTimeoutMs: number
-  drainDelayMs: number
-  /** Paths of a PEM certificate and key; with both, the API speaks HTTPS. */
-  tlsCertPath: string | null
-  tlsKeyPath: string | null
-  http2: boolean
-  hstsMaxAgeSeconds: number
-  /** Origins allowed by CORS; empty means CORS is off. */
-  corsOrigins: string[]
-  /** Port of the Prometheus endpoint; null turns it off. */
-  metricsPort: number | null
-  metricsHost: string
-  logFormat: 'json' | 'pretty' | 'auto'
-}
-
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
     super(`invalid configuration:\n  ${problems.join('\n  ')}`)
@@ -93,13 +40,13 @@ export class ConfigError extends Error {
   }
 }
 
-interface Setting<K extends keyof Config> {
-  key: K
+interface Setting {
+  key: string
   env: string
   default: string
   accepts: string
   description: string
-  parse: Parser<Config[K]>
+  parse: Parser<unknown>
 }
 
 export const settings = [
@@ -186,7 +133,7 @@ export const settings = [
     accepts: 'a file path; the file must not exist yet',
     description:
       'Where the first start writes the bootstrap key when stdout is not a terminal (mode 0600); unset: `bootstrap-key` beside the SQLite file, or in the working directory on PostgreSQL.',
-    parse: path,
+    parse: orNull(path),
   },
   {
     key: 'now',
@@ -194,7 +141,7 @@ export const settings = [
     default: '',
     accepts: 'an ISO 8601 instant with a zone, e.g. `2030-12-05T00:00:00Z`',
     description: 'Testing aid: the clock starts at this instant and runs on from there.',
-    parse: instant,
+    parse: orNull(instant),
   },
   {
     key: 'logLevel',
@@ -227,7 +174,7 @@ export const settings = [
     accepts: 'any text',
     description:
       'Who answers for the API: `info.contact.name` of the OpenAPI document; unset leaves it out.',
-    parse: text,
+    parse: orNull(text),
   },
   {
     key: 'openapiContactUrl',
@@ -235,7 +182,7 @@ export const settings = [
     default: '',
     accepts: 'an http(s) URL',
     description: "The API's contact page: `info.contact.url` of the OpenAPI document.",
-    parse: httpUrl,
+    parse: orNull(httpUrl),
   },
   {
     key: 'openapiContactEmail',
@@ -243,7 +190,7 @@ export const settings = [
     default: '',
     accepts: 'an email address',
     description: "The API's contact address: `info.contact.email` of the OpenAPI document.",
-    parse: emailAddress,
+    parse: orNull(emailAddress),
   },
   {
     key: 'openapiLicenseName',
@@ -252,7 +199,7 @@ export const settings = [
     accepts: 'any text, e.g. `Apache-2.0`',
     description:
       'The licence the API is offered under: `info.license.name` of the OpenAPI document; unset leaves `info.license` out.',
-    parse: text,
+    parse: orNull(text),
   },
   {
     key: 'openapiLicenseUrl',
@@ -260,7 +207,7 @@ export const settings = [
     default: '',
     accepts: 'an http(s) URL, together with PETSTORE_OPENAPI_LICENSE_NAME',
     description: "The licence's text: `info.license.url` of the OpenAPI document.",
-    parse: httpUrl,
+    parse: orNull(httpUrl),
   },
   {
     key: 'deprecatedAt',
@@ -372,7 +319,7 @@ export const settings = [
     accepts: 'a file path (PEM), together with PETSTORE_TLS_KEY',
     description:
       'Certificate chain; with a key the API speaks HTTPS and sends `Strict-Transport-Security`.',
-    parse: path,
+    parse: orNull(path),
   },
   {
     key: 'tlsKeyPath',
@@ -380,7 +327,7 @@ export const settings = [
     default: '',
     accepts: 'a file path (PEM), together with PETSTORE_TLS_CERT',
     description: 'Private key of the certificate.',
-    parse: path,
+    parse: orNull(path),
   },
   {
     key: 'http2',
@@ -431,20 +378,12 @@ export const settings = [
       'Log lines as JSON, or readable; `auto` is readable on a terminal and JSON otherwise.',
     parse: logFormat,
   },
-] as const satisfies readonly Setting<keyof Config>[]
+] as const satisfies readonly Setting[]
 
-const nullableWhenEmpty = new Set<keyof Config>([
-  'now',
-  'tlsCertPath',
-  'tlsKeyPath',
-  'bootstrapKeyFile',
-  'openapiContactName',
-  'openapiContactUrl',
-  'openapiContactEmail',
-  'openapiLicenseName',
-  'openapiLicenseUrl',
-])
-const emptyListWhenEmpty = new Set<keyof Config>(['apiKeys', 'corsOrigins'])
+/** Every setting by its key, typed as its parser gives it. */
+export type Config = {
+  -readonly [S in (typeof settings)[number] as S['key']]: ReturnType<S['parse']>
+}
 
 /** The variables settings are read from: .env's, with the real environment winning over it. */
 function settingsSource(
@@ -461,12 +400,8 @@ export function loadConfig(
   const source = settingsSource(env, dotEnvPath)
   const problems: string[] = []
   const config: Record<string, unknown> = {}
-  for (const s of settings as readonly Setting<keyof Config>[]) {
+  for (const s of settings as readonly Setting[]) {
     const raw = source[s.env] ?? s.default
-    if (raw === '' && (nullableWhenEmpty.has(s.key) || emptyListWhenEmpty.has(s.key))) {
-      config[s.key] = emptyListWhenEmpty.has(s.key) ? [] : null
-      continue
-    }
     try {
       config[s.key] = s.parse(raw)
     } catch {

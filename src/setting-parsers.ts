@@ -1,10 +1,24 @@
 // The parsers of the settings table (config.ts): each returns the value or throws.
-import type { Config } from './config.js'
 import { durationParser } from './duration.js'
 import { compileTrust, type TrustProxy } from './http/forwarded.js'
 
 /** Reads a setting's text; throws when it is invalid (loadConfig names the setting). */
 export type Parser<T> = (raw: string) => T
+
+/** One of a fixed set of words. */
+function oneOf<const T extends readonly string[]>(values: T): Parser<T[number]> {
+  return (raw) => {
+    const value = values.find((v) => v === raw)
+    if (value === undefined) throw new Error()
+    return value
+  }
+}
+
+/** A setting that is off (null) when empty. */
+export const orNull =
+  <T>(parse: Parser<T>): Parser<T | null> =>
+  (raw) =>
+    raw === '' ? null : parse(raw)
 
 export const integer =
   (min: number, max: number): Parser<number> =>
@@ -76,11 +90,7 @@ export const apiKeyList: Parser<string[]> = (raw) => {
 }
 
 export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
-export const logLevel: Parser<Config['logLevel']> = (raw) => {
-  const level = logLevels.find((l) => l === raw)
-  if (!level) throw new Error()
-  return level
-}
+export const logLevel = oneOf(logLevels)
 
 export const path: Parser<string> = (raw) => {
   if (raw === '' || raw.includes('\0')) throw new Error()
@@ -103,10 +113,7 @@ export const originList: Parser<string[]> = (raw) => {
 export const optionalPort: Parser<number | null> = (raw) =>
   raw === 'off' ? null : integer(0, 65535)(raw)
 
-export const rateLimitStore: Parser<Config['rateLimitStore']> = (raw) => {
-  if (raw !== 'memory' && raw !== 'redis') throw new Error()
-  return raw
-}
+export const rateLimitStore = oneOf(['memory', 'redis'])
 
 export const redisUrl: Parser<string> = (raw) => {
   if (!/^rediss?:\/\//.test(raw)) throw new Error()
@@ -114,12 +121,7 @@ export const redisUrl: Parser<string> = (raw) => {
   return raw
 }
 
-const logFormats = ['json', 'pretty', 'auto'] as const
-export const logFormat: Parser<Config['logFormat']> = (raw) => {
-  const format = logFormats.find((f) => f === raw)
-  if (!format) throw new Error()
-  return format
-}
+export const logFormat = oneOf(['json', 'pretty', 'auto'])
 
 /** Longest chain of proxies a hop count may name. */
 export const MAX_PROXY_HOPS = 64

@@ -38,42 +38,6 @@ function nestsDeeperThan(text: string, max: number): boolean {
   return false
 }
 
-/**
- * One `"key": value` of a flat object and the `,` or `}` after it, JSON's four whitespace
- * characters around each token. Strings with an escape or a control character, numbers with a
- * fraction or an exponent, and nested values do not match: they are left to lossless-json.
- */
-const MEMBER =
-  /[ \t\n\r]*"([\x20\x21\x23-\x5b\x5d-\uffff]*)"[ \t\n\r]*:[ \t\n\r]*(?:"([\x20\x21\x23-\x5b\x5d-\uffff]*)"|(-?(?:0|[1-9][0-9]*))|(true|false|null))[ \t\n\r]*([,}])/y
-const OPEN = /[ \t\n\r]*\{(?:[ \t\n\r]*\})?/y
-const REST = /[ \t\n\r]*$/y
-
-/**
- * The usual body, a flat object such as {"name":"Rex","categoryId":7}, as lossless-json would give
- * it, in half its instructions (4% of a create's, docs/performance.md); undefined for any other
- * text, a repeated key or `__proto__`, which need lossless-json's rules (flat-json.test.ts).
- */
-export function parseFlatJsonObject(text: string): Record<string, unknown> | undefined {
-  OPEN.lastIndex = 0
-  const open = OPEN.exec(text)
-  if (open === null) return undefined
-  const object: Record<string, unknown> = {}
-  let at = OPEN.lastIndex
-  for (let closed = open[0].endsWith('}'); !closed; ) {
-    MEMBER.lastIndex = at
-    const m = MEMBER.exec(text)
-    if (m === null) return undefined
-    const [, key = '', string, integer, literal, end] = m
-    if (key === '__proto__' || Object.hasOwn(object, key)) return undefined
-    object[key] =
-      string ?? (integer ? BigInt(integer) : literal === 'null' ? null : literal === 'true')
-    at = MEMBER.lastIndex
-    closed = end === '}'
-  }
-  REST.lastIndex = at
-  return REST.test(text) ? object : undefined
-}
-
 export function parseJsonBody(body: Buffer): unknown {
   if (body.length === 0) throw new ApiError('invalid_request', 'request body is empty')
   let text: string
@@ -82,8 +46,6 @@ export function parseJsonBody(body: Buffer): unknown {
   } catch {
     throw new ApiError('invalid_request', 'request body is not valid UTF-8')
   }
-  const flat = parseFlatJsonObject(text)
-  if (flat !== undefined) return flat
   if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
     throw new ApiError(
       'invalid_request',
