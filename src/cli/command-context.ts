@@ -1,5 +1,6 @@
-// What every command that touches the store shares. An invalid setting is a ConfigError, which
-// main.ts reports as it does a UsageError.
+// What the commands share. An invalid setting is a ConfigError, which main.ts reports as it does
+// a UsageError.
+import { InvalidArgumentError } from 'commander'
 import { type Config, loadConfig } from '../config.js'
 import { openStore } from '../storage/open-store.js'
 import type { Store } from '../storage/store.js'
@@ -15,5 +16,14 @@ export async function withStore<T>(fn: (store: Store, cfg: Config) => Promise<T>
     return await fn(store, cfg)
   } finally {
     await store.close()
+  }
+}
+
+/** A command-line value parser of whole numbers from 1 to `max`, written without a leading zero. */
+export function wholeNumberArg(max: number): (text: string) => number {
+  return (text) => {
+    const n = /^[1-9][0-9]{0,8}$/.test(text) ? Number(text) : Number.NaN
+    if (!(n <= max)) throw new InvalidArgumentError(`expected a whole number from 1 to ${max}`)
+    return n
   }
 }

@@ -1,8 +1,7 @@
 // `petstore serve --workers N`: N processes serving the API on one port through node:cluster. The
-// primary prepares the store once, forks the workers (serve-command.ts runs each) and watches them:
-// one start-up line once all listen, a new worker for one that dies, and on SIGTERM or SIGINT a
-// drain of every worker before it exits. Node's cluster hands connections to the workers in turn
-// (round robin, its default but on Windows); the primary never answers a request itself.
+// primary prepares the store once, forks the workers (serve.ts runs each) and watches them: one
+// start-up line once all listen, a new worker for one that dies, a drain of all on SIGTERM or
+// SIGINT. Connections go to the workers in turn (cluster's round robin); never to the primary.
 import cluster, { type Worker } from 'node:cluster'
 import { pino } from 'pino'
 import { AggregatorRegistry, type PrometheusContentType } from 'prom-client'
@@ -28,11 +27,8 @@ class ClusterRegistry extends AggregatorRegistry<PrometheusContentType> {
 }
 
 /** Prepares the store, then runs `count` workers until a signal; exits with the overall status. */
-export async function runPrimary(
-  cfg: Config,
-  count: number,
-  out: NodeJS.WritableStream,
-): Promise<void> {
+export async function runPrimary(cfg: Config, count: number): Promise<void> {
+  const out = process.stdout
   // Everything that can be wrong with the settings stops the start here, before any fork.
   loadTls(cfg)
   const { store } = await openStore(cfg, (err) =>

@@ -24,6 +24,9 @@ import {
 } from '../storage/sqlite/backup.js'
 import { UsageError } from './command-context.js'
 
+const alreadyExists = (file: string) =>
+  new UsageError(`${file} already exists; choose another name, or pass --force to replace it`)
+
 export function addBackupCommand(program: Command): void {
   program
     .command('backup')
@@ -41,13 +44,17 @@ export function addBackupCommand(program: Command): void {
         '(docs/operations.md, "Backup and restore").',
     )
     .action(async (file: string, opts: { force?: boolean }) => {
+      const force = opts.force === true
       const source = sqliteSource(loadConfig().databaseUrl, file)
-      checkTarget(file, source, opts.force === true)
+      checkTarget(file, source, force)
       for (const name of removeLeftovers(file)) {
         process.stderr.write(`removed ${name}, left by a backup that did not finish\n`)
       }
-      const summary = await writeBackup(source, file, opts.force === true)
-      process.stdout.write(`${describe(source, file, summary)}\n`)
+      const s = await writeBackup(source, file, force)
+      process.stdout.write(
+        `backed up ${source} to ${file}: ${plural(s.pets, 'pet')}, ${plural(s.apiKeys, 'API key')}, ` +
+          `${s.bytes} bytes (${s.pages} pages of ${s.pageSize}); integrity check ok\n`,
+      )
     })
 }
 
@@ -100,11 +107,7 @@ function checkTarget(file: string, source: string, force: boolean): void {
   }
   const target = statSync(file, { throwIfNoEntry: false })
   if (target?.isDirectory()) throw new UsageError(`${file} is a directory`)
-  if (target !== undefined && !force) {
-    throw new UsageError(
-      `${file} already exists; choose another name, or pass --force to replace it`,
-    )
-  }
+  if (target !== undefined && !force) throw alreadyExists(file)
   // SQLite would take a -wal or hot -journal left beside FILE as part of the new copy: corruption.
   for (const suffix of SIDE_FILE_SUFFIXES) {
     if (existsSync(`${file}${suffix}`)) {
@@ -133,13 +136,10 @@ async function writeBackup(source: string, file: string, force: boolean): Promis
   rmSync(partialDir, { recursive: true, force: true })
   mkdirSync(partialDir, { mode: 0o700 })
   try {
-    let summary: BackupSummary
-    try {
-      summary = await backupSqlite(source, partial)
-    } catch (err) {
+    const summary = await backupSqlite(source, partial).catch((err: unknown) => {
       if (err instanceof NotAStoreError) throw new UsageError(err.message)
       throw new Error(`backup failed: ${err instanceof Error ? err.message : String(err)}`)
-    }
+    })
     publish(partial, file, force)
     // The new name must outlive a crash too, not only the content.
     syncFile(dirname(resolve(file)))
@@ -188,22 +188,11 @@ function publish(partial: string, file: string, force: boolean): void {
     linkSync(partial, file)
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code
-    if (code === 'EEXIST') {
-      throw new UsageError(
-        `${file} already exists; choose another name, or pass --force to replace it`,
-      )
-    }
+    if (code === 'EEXIST') throw alreadyExists(file)
     // A file system without hard links: the check above, then the rename.
     if (existsSync(file)) throw err
     renameSync(partial, file)
   }
-}
-
-function describe(source: string, file: string, s: BackupSummary): string {
-  return (
-    `backed up ${source} to ${file}: ${plural(s.pets, 'pet')}, ${plural(s.apiKeys, 'API key')}, ` +
-    `${s.bytes} bytes (${s.pages} pages of ${s.pageSize}); integrity check ok`
-  )
 }
 
 function plural(n: number, noun: string): string {

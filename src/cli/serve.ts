@@ -5,7 +5,7 @@ import type { Command } from 'commander'
 import { AggregatorRegistry } from 'prom-client'
 import { type Config, loadConfig } from '../config.js'
 import { type RunningServer, startServer } from '../server.js'
-import { wholeNumberArg } from './args.js'
+import { wholeNumberArg } from './command-context.js'
 import { settingsHelp } from './settings-help.js'
 import { MAX_WORKERS, runPrimary } from './workers.js'
 
@@ -18,25 +18,22 @@ import { MAX_WORKERS, runPrimary } from './workers.js'
 function serveUntilSignal(cfg: Config, out: NodeJS.WritableStream): Promise<RunningServer> {
   const started = startServer(cfg, out)
   let signalled = false
-  const onSignal = (signal: NodeJS.Signals) => {
+  const onSignal = async (signal: NodeJS.Signals) => {
     if (signalled) return
     signalled = true
+    // A start that fails is reported by whoever awaits it.
+    const server = await started.catch(() => null)
+    if (server === null) return
     // Ctrl-C comes from someone at a terminal, not from an orchestrator: no load balancer to wait for.
     const drainDelayMs = signal === 'SIGINT' ? 0 : cfg.drainDelayMs
-    // A start that fails is reported by whoever awaits it.
-    started.then(
-      (server) => {
-        server.app.log.info({ signal, drainDelayMs }, 'draining before exit')
-        server.stop({ drainDelayMs }).then(
-          () => process.exit(0),
-          (err) => {
-            server.app.log.error({ err }, 'shutdown failed')
-            process.exit(1)
-          },
-        )
-      },
-      () => {},
-    )
+    server.app.log.info({ signal, drainDelayMs }, 'draining before exit')
+    try {
+      await server.stop({ drainDelayMs })
+    } catch (err) {
+      server.app.log.error({ err }, 'shutdown failed')
+      process.exit(1)
+    }
+    process.exit(0)
   }
   process.on('SIGTERM', onSignal)
   process.on('SIGINT', onSignal)
@@ -46,8 +43,8 @@ function serveUntilSignal(cfg: Config, out: NodeJS.WritableStream): Promise<Runn
 async function serve(opts: { workers?: number }): Promise<void> {
   const cfg = loadConfig()
   const workers = opts.workers ?? cfg.workers
-  if (cluster.isPrimary && workers > 1) return runPrimary(cfg, workers, process.stdout)
   if (cluster.isPrimary) {
+    if (workers > 1) return runPrimary(cfg, workers)
     await serveUntilSignal(cfg, process.stdout)
     return
   }
