@@ -11,11 +11,8 @@ import type { FastifyInstance } from 'fastify'
 const BUNDLE_URL = '/docs/redoc.standalone.js'
 const SCRIPT_URL = '/docs/page.js'
 
-/**
- * Redoc injects its styles at run time ('unsafe-inline' styles) and runs its search index in a
- * worker made from a blob: URL; everything else, the panel's requests included, comes from this
- * origin or nowhere.
- */
+// Redoc injects its styles at run time and runs its search index in a worker from a blob: URL;
+// everything else, the panel's requests included, comes from this origin or nowhere.
 const DOCS_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
   "font-src 'self'; connect-src 'self'; worker-src blob:; base-uri 'none'; form-action 'none'; " +
@@ -31,12 +28,8 @@ const THEME = {
 const escapeAttribute = (s: string) =>
   s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
 
-/**
- * Redoc reads its options from the <redoc> element; the page's script hands it the document it
- * has read (no `spec-url`, which Redoc would fetch and round with JSON.parse). No inline script.
- * The panel floats over the bottom right corner; the page's script fills its form and shows it
- * once the document is read.
- */
+/** Redoc reads its options from the <redoc> element; the page's script (no inline one) hands it the
+ * document it read (not `spec-url`: Redoc rounds with JSON.parse) and fills the "Try it" panel. */
 const page = (specUrl: string) => `<!doctype html>
 <html lang="en">
 <head>
@@ -92,10 +85,8 @@ const acceptsGzip = (header = '') =>
     return (coding === 'gzip' || coding === '*') && (q === undefined || Number(q.slice(2)) > 0)
   })
 
-/**
- * Serves the script `load` gives at `url` with `cacheControl`. It is read and compressed once, on
- * first use, so building an app stays cheap; a failed read is tried again on the next request.
- */
+/** Serves the script `load` gives, read and compressed on first use (a failed read is tried
+ * again on the next request), so building an app stays cheap. */
 function serveScript(
   app: FastifyInstance,
   url: string,

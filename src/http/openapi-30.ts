@@ -11,10 +11,8 @@ const SUBSCHEMA = new Set(['items', 'additionalProperties', 'not', 'contains', '
 const SUBSCHEMA_LISTS = new Set(['allOf', 'anyOf', 'oneOf', 'prefixItems'])
 const SUBSCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs'])
 
-/**
- * One JSON Schema 2020-12 object, and those inside it, as the OpenAPI 3.0 Schema Object says it:
- * `const`, `examples`, type arrays and numeric exclusive bounds the 3.0 way.
- */
+/** One JSON Schema 2020-12 object, and those inside it, as the OpenAPI 3.0 Schema Object says it:
+ * `const`, `examples`, type arrays and numeric exclusive bounds the 3.0 way. */
 function schema30(node: unknown): unknown {
   if (!isObj(node)) return node
   const out: Obj = {}

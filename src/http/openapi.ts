@@ -8,16 +8,7 @@ import { componentSchemas } from '../pets/schemas.js'
 import { toOpenApi30 } from './openapi-30.js'
 import { toYaml } from './yaml.js'
 
-type Json = unknown
-type Obj = Record<string, Json>
-
-/** Where each form of the document is served, and its media type. */
-const FORMS = {
-  '/v1/openapi.json': 'application/json; charset=utf-8',
-  '/v1/openapi.yaml': 'application/yaml',
-  '/v1/openapi-3.0.json': 'application/json; charset=utf-8',
-  '/v1/openapi-3.0.yaml': 'application/yaml',
-} as const
+type Obj = Record<string, unknown>
 
 /** The fields that are set, or undefined when none is. */
 function present(fields: Obj): Obj | undefined {
@@ -30,7 +21,7 @@ function present(fields: Obj): Obj | undefined {
  * itself) is a $ref to it, and header parameters are named as clients write them (Fastify lowers
  * them). A response header's `x-required` and `x-example` (src/pets/responses.ts) become its own.
  */
-function finish(node: Json, root = false): Json {
+function finish(node: unknown, root = false): unknown {
   if (Array.isArray(node)) return node.map((n) => finish(n))
   if (node === null || typeof node !== 'object') return node
   const obj = node as Obj
@@ -95,8 +86,7 @@ function documentHead(opts: Config): Obj {
 }
 
 export async function registerOpenApi(app: FastifyInstance, opts: Config): Promise<void> {
-  // @fastify/swagger writes a route's `links` option into its responses: they come from the
-  // route's schema (src/pets/route-schemas.ts).
+  // @fastify/swagger writes a route's `links` option into its responses; ours are in its schema.
   app.addHook('onRoute', (route) => {
     Object.assign(route, { links: (route.schema as { links?: Obj } | undefined)?.links })
   })
@@ -113,24 +103,25 @@ export async function registerOpenApi(app: FastifyInstance, opts: Config): Promi
   })
 
   // Written once, on the first request for any form: by then every route is known.
-  let texts: Record<keyof typeof FORMS, string> | undefined
+  let texts: Record<string, string> | undefined
   const written = () => {
     const doc = app.swagger() as unknown as Obj
     const doc30 = toOpenApi30(doc)
     // lossless-json and toYaml write the int64 bounds, which are BigInts, with every digit.
     return {
-      '/v1/openapi.json': stringify(doc) as string,
-      '/v1/openapi.yaml': toYaml(doc),
-      '/v1/openapi-3.0.json': stringify(doc30) as string,
-      '/v1/openapi-3.0.yaml': toYaml(doc30),
+      'openapi.json': stringify(doc) as string,
+      'openapi.yaml': toYaml(doc),
+      'openapi-3.0.json': stringify(doc30) as string,
+      'openapi-3.0.yaml': toYaml(doc30),
     }
   }
-  for (const [path, type] of Object.entries(FORMS) as [keyof typeof FORMS, string][]) {
+  for (const form of ['openapi.json', 'openapi.yaml', 'openapi-3.0.json', 'openapi-3.0.yaml']) {
     const config = { public: true, operation: 'openapi' }
-    app.get(path, { config, schema: { hide: true } }, async (_request, reply) => {
+    const type = form.endsWith('.json') ? 'application/json; charset=utf-8' : 'application/yaml'
+    app.get(`/v1/${form}`, { config, schema: { hide: true } }, async (_request, reply) => {
       texts ??= written()
       reply.type(type)
-      return texts[path]
+      return texts[form]
     })
   }
 }

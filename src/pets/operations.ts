@@ -1,31 +1,17 @@
-// The pet operations as the API answers them: from a parsed request to its outcome (status, the
-// operation's own headers, the body's JSON text).
-// Errors are thrown as ApiError (or a store's error), for the caller to answer (replies.ts).
-import type { AuthenticatedKey } from '../auth/api-keys.js'
+// The pet operations as the API answers them: from a parsed request (its data version and deadline
+// set by src/http/root-hooks.ts) to its outcome, the status, own headers and JSON body. Errors are
+// thrown as ApiError (or a store's error), for the caller to answer (replies.ts).
+import type { FastifyRequest } from 'fastify'
+import { authenticatedKey } from '../auth/authenticate.js'
 import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
 import type { Outcome } from '../http/replies.js'
 import { compileSerializer } from '../http/serialization.js'
-import type { DataVersion, Deadline, NewPet, Pet as PetRecord } from '../storage/store.js'
-import { type DeprecatedCallCounter, getPetSunset, isSunset, type WarnLog } from './deprecation.js'
-import { nextPageLink } from './next-link.js'
-import { ReadCache } from './read-cache.js'
+import type { NewPet, Pet as PetRecord } from '../storage/store.js'
+import { type DeprecatedCallCounter, GETPET_SUNSET, getPetSunset } from './deprecation.js'
+import type { ReadCache } from './read-cache.js'
 import { type ListPetsQueryType, Pet, Pets } from './schemas.js'
 import type { PetService } from './service.js'
-
-/** What an operation needs of the request besides its parameters. */
-export interface Caller {
-  /** The store's data version read after the request arrived: caches hold only at it. */
-  version: DataVersion | undefined
-  /** By when the database must have answered (src/storage/deadline.ts). */
-  deadline: Deadline
-  key: AuthenticatedKey
-  /** The request's logger (the deprecation count warns through it). */
-  log: WarnLog
-  /** The request's protocol and host (src/http/forwarded.ts), for the next page's URL. */
-  protocol: string
-  host: string
-}
 
 export interface PetOperationsOptions {
   service: PetService
@@ -39,78 +25,54 @@ export interface PetOperationsOptions {
 }
 
 export class PetOperations {
-  private readonly petJson: (pet: PetRecord) => string
-  private readonly petsJson: (pets: PetRecord[]) => string
+  private readonly petJson = compileSerializer<PetRecord>(Pet)
+  private readonly petsJson = compileSerializer<PetRecord[]>(Pets)
 
-  constructor(private readonly o: PetOperationsOptions) {
-    this.petJson = compileSerializer<PetRecord>(Pet)
-    this.petsJson = compileSerializer<PetRecord[]>(Pets)
+  constructor(private readonly o: PetOperationsOptions) {}
+
+  /** A page of pets, and the `Link` to the next page when there is one. */
+  async list(query: ListPetsQueryType, request: FastifyRequest): Promise<Outcome> {
+    // Absent and empty parameters differ: `cursor=` is an error, not the first page.
+    const key = JSON.stringify([query.limit, query.status ?? null, query.cursor ?? null])
+    const version = request.dataVersion?.pets
+    const { body, nextCursor } = await this.o.pages.get(key, version, async () => {
+      const found = await this.o.service.listPage(query, request.deadline)
+      return { body: this.petsJson(found.pets), nextCursor: found.nextCursor }
+    })
+    if (nextCursor === null) return { status: 200, headers: [], body }
+    // The protocol and host are already validated (edge.ts, forwarded.ts); every query part is
+    // URL-safe as it stands.
+    const { protocol, host } = request
+    const origin = host === '' ? this.o.fallbackOrigin : `${protocol}://${host}`
+    const status = query.status ? `&status=${query.status}` : ''
+    const next = `${origin}/v1/pets?limit=${query.limit}${status}&cursor=${nextCursor}`
+    return { status: 200, headers: ['link', `<${next}>; rel="next"`], body }
   }
 
-  /** A page of pets: from the page cache while the data version holds, else from the store. */
-  async list(query: ListPetsQueryType, caller: Caller): Promise<Outcome> {
-    const version = caller.version?.pets
-    const key = ReadCache.pageKey(query.limit, query.status, query.cursor)
-    const cached = this.o.pages.get(key, version)
-    if (cached !== undefined) return this.page(query, caller, cached.body, cached.nextCursor)
-    const found = await this.o.service.listPage(query, caller.deadline)
-    const body = this.petsJson(found.pets)
-    this.o.pages.set(key, version, { body, nextCursor: found.nextCursor })
-    return this.page(query, caller, body, found.nextCursor)
-  }
-
-  private page(
-    query: ListPetsQueryType,
-    caller: Caller,
-    body: string,
-    nextCursor: string | null,
-  ): Outcome {
-    const headers =
-      nextCursor === null
-        ? []
-        : [
-            'link',
-            nextPageLink(caller.protocol, caller.host, this.o.fallbackOrigin, query, nextCursor),
-          ]
-    return { status: 200, headers, body }
-  }
-
-  /**
-   * A call of the deprecated getPet, whatever its id: counted per key until the sunset, refused
-   * with 410 after it. Decided once the key is known and before the id is read.
-   */
-  getPetCalled(caller: Pick<Caller, 'key' | 'log'>): void {
-    if (isSunset(this.o.clock.nowMs())) {
+  /** A call of the deprecated getPet, whatever its id: counted per key until the sunset, refused
+   * with 410 after it. Decided once the key is known and before the id is read. */
+  getPetCalled(request: FastifyRequest): void {
+    if (this.o.clock.nowMs() >= GETPET_SUNSET.getTime()) {
       throw new ApiError('gone', `getPet was removed on ${getPetSunset.isoDay}; use GET /v1/pets`)
     }
-    this.o.deprecatedCalls.record(caller.log, 'getPet', caller.key)
+    this.o.deprecatedCalls.record(request.log, 'getPet', authenticatedKey(request))
   }
 
-  /** A pet by id, once getPetCalled has let the call through: from the pet cache, else the store. */
-  async get(petId: bigint, caller: Caller): Promise<Outcome> {
-    const version = caller.version?.pets
-    const key = ReadCache.petKey(petId)
-    const cached = this.o.pets.get(key, version)
-    if (cached !== undefined) return { status: 200, headers: [], body: cached.body }
-    const body = this.petJson(await this.o.service.get(petId, caller.deadline))
-    this.o.pets.set(key, version, { body, nextCursor: null })
+  /** A pet by id, once getPetCalled has let the call through. */
+  async get(petId: bigint, request: FastifyRequest): Promise<Outcome> {
+    const { body } = await this.o.pets.get(String(petId), request.dataVersion?.pets, async () => ({
+      body: this.petJson(await this.o.service.get(petId, request.deadline)),
+      nextCursor: null,
+    }))
     return { status: 200, headers: [], body }
   }
 
   /** A create with an Idempotency-Key claims it first, and a retry replays the first answer. */
-  async create(pet: NewPet, caller: Caller, idempotencyKey?: string): Promise<Outcome> {
-    const result = await this.o.service.create(pet, caller.key.id, idempotencyKey, caller.deadline)
-    const outcome = this.created(result.pet)
-    if (result.replayed) outcome.headers.push('idempotent-replayed', 'true')
-    return outcome
-  }
-
-  private created(pet: PetRecord): Outcome {
-    return { status: 201, headers: ['location', `/v1/pets/${pet.id}`], body: this.petJson(pet) }
-  }
-
-  /** The order path the interface refers to without defining it. */
-  listOrders(): never {
-    throw new ApiError('not_implemented', 'store orders are not implemented by this service')
+  async create(pet: NewPet, request: FastifyRequest, idempotencyKey?: string): Promise<Outcome> {
+    const { id } = authenticatedKey(request)
+    const result = await this.o.service.create(pet, id, idempotencyKey, request.deadline)
+    const headers = ['location', `/v1/pets/${result.pet.id}`]
+    if (result.replayed) headers.push('idempotent-replayed', 'true')
+    return { status: 201, headers, body: this.petJson(result.pet) }
   }
 }

@@ -3,49 +3,33 @@
 // any process, moves the version.
 import { FifoMap } from 'toad-cache'
 
-export interface CachedRead {
-  /** The JSON body, exactly as the route's response serializer wrote it. */
-  body: string
-  /** A list page's next cursor; null on a last page and for a pet. */
-  nextCursor: string | null
-}
+/** The JSON body as the route's serializer wrote it, and a list page's next cursor (else null). */
+export type CachedRead = { body: string; nextCursor: string | null }
 
-/** Pages kept at most (a page of 100 pets is ~8 KB), and pets (~100 bytes each); past it the
- * oldest entry makes room. */
+/** Pages (~8 KB at 100 pets) and pets (~100 bytes) kept at most; past it the oldest go. */
 export const MAX_CACHED_PAGES = 1000
 export const MAX_CACHED_PETS = 10_000
 
 export class ReadCache {
   private readonly entries: FifoMap<CachedRead & { version: number }>
 
-  constructor(capacity = MAX_CACHED_PAGES) {
+  constructor(capacity: number) {
     this.entries = new FifoMap(capacity)
   }
 
-  /** A list page's key. Absent and empty parameters differ: `cursor=` is an error, not page 1. */
-  static pageKey(limit: number, status: string | undefined, cursor: string | undefined): string {
-    return `${limit}|${status === undefined ? '-' : `=${status}`}|${cursor === undefined ? '-' : `=${cursor}`}`
-  }
-
-  /** A pet's key. */
-  static petKey(id: bigint): string {
-    return String(id)
-  }
-
-  /** Undefined without a version: nothing read then can be vouched for. */
-  get(key: string, version: number | undefined): CachedRead | undefined {
-    if (version === undefined) return undefined
+  /** The read kept at `version`, else the one `read` makes, kept. Without a version nothing is
+   * kept: nothing read then can be vouched for. */
+  async get(
+    key: string,
+    version: number | undefined,
+    read: () => Promise<CachedRead>,
+  ): Promise<CachedRead> {
+    if (version === undefined) return read()
     const entry = this.entries.get(key)
-    return entry?.version === version ? entry : undefined
-  }
-
-  set(key: string, version: number | undefined, read: CachedRead): void {
-    if (version === undefined) return
+    if (entry?.version === version) return entry
+    const fresh = await read()
     this.entries.delete(key) // a replaced entry is the newest; FifoMap would keep its place
-    this.entries.set(key, { version, body: read.body, nextCursor: read.nextCursor })
-  }
-
-  get size(): number {
-    return this.entries.size
+    this.entries.set(key, { version, ...fresh })
+    return fresh
   }
 }

@@ -1,6 +1,5 @@
-// The response entries of the route schemas: a body schema with the description, headers and
-// named examples the OpenAPI document shows for it; the Error responses, a named example for each
-// case; and what every operation's responses share.
+// The response entries of the route schemas, as the OpenAPI document shows them: a body schema
+// with its description, headers and named examples, and what every operation's responses share.
 import type { TSchema } from '@sinclair/typebox'
 import { codeForStatus, errorBody } from '../errors.js'
 import { CLIENT_ERROR_MESSAGES } from '../http/error-handling.js'
@@ -8,11 +7,8 @@ import { REQUEST_ID_PATTERN } from '../http/request-id.js'
 import { getPetSunset, SUCCESSOR_LINK } from './deprecation.js'
 import { ErrorSchema } from './schemas.js'
 
-/**
- * A response header as @fastify/swagger takes it: its schema plus its description. The document
- * writes `x-required` (sent on every such response) and `x-example` as the header's own
- * `required` and `example` (src/http/openapi.ts); mocks send the example.
- */
+/** A response header as @fastify/swagger takes it: its schema and description. `x-required` (sent
+ * on every such response) and `x-example` become its own `required` and `example` (openapi.ts). */
 export type HeaderDoc = Record<string, unknown> & { description: string }
 
 const sometimes = (description: string, schema: object, example?: unknown): HeaderDoc => ({
@@ -24,10 +20,14 @@ const always = (description: string, schema: object, example?: unknown): HeaderD
   ...sometimes(description, schema, example),
   'x-required': true,
 })
+/** A header sent on every such response, always with `value`. */
+const fixed = (description: string, value: string) =>
+  always(description, { type: 'string', const: value })
 
 /** A number of seconds as the `Retry-After` field writes it. */
 const seconds = { type: 'integer', format: 'int32', minimum: 1, maximum: 2147483647 }
 const RATE_LIMIT_POLICY = '"(default|auth-failures)"'
+const BEARER = 'Bearer realm="petstore"'
 
 export const headers = {
   link: sometimes(
@@ -51,11 +51,8 @@ export const headers = {
       { type: 'string', maxLength: 21, pattern: '^@-?[0-9]+$' },
       '@1764892800',
     ),
-    Sunset: always(`RFC 8594: when the operation is removed.`, {
-      type: 'string',
-      const: getPetSunset.httpDate,
-    }),
-    Link: always('The operation to use instead.', { type: 'string', const: SUCCESSOR_LINK }),
+    Sunset: fixed(`RFC 8594: when the operation is removed.`, getPetSunset.httpDate),
+    Link: fixed('The operation to use instead.', SUCCESSOR_LINK),
   },
 }
 
@@ -66,10 +63,7 @@ const everyResponse: Record<string, HeaderDoc> = {
     { type: 'string', maxLength: 128, pattern: REQUEST_ID_PATTERN.source },
     '2f1c6a0e-8b4d-4c57-9e3a-7d5b1f0c2a9e',
   ),
-  'Cache-Control': always('Answers are never stored by caches.', {
-    type: 'string',
-    const: 'no-store',
-  }),
+  'Cache-Control': fixed('Answers are never stored by caches.', 'no-store'),
   'RateLimit-Policy': sometimes(
     'The rate-limit policy that counted the request, e.g. `"default";q=6000;w=60` (draft-ietf-httpapi-ratelimit-headers); `auth-failures` counts failed authentications.',
     { type: 'string', maxLength: 64, pattern: `^${RATE_LIMIT_POLICY};q=[0-9]+;w=[0-9]+$` },
@@ -87,10 +81,8 @@ const everyResponse: Record<string, HeaderDoc> = {
   ),
 }
 
-/**
- * A body schema with its description, headers and named examples. @fastify/swagger moves
- * `x-examples` to the response's media type, so each response shows its own examples.
- */
+/** A body schema with its description, headers and named examples (which @fastify/swagger moves
+ * to the response's media type, so each response shows its own). */
 export function withHeaders<T extends TSchema>(
   schema: T,
   description: string,
@@ -105,14 +97,12 @@ export function withHeaders<T extends TSchema>(
   }
 }
 
-/** One case of an Error response: its summary, and the message (and status) of its body. */
-type ErrorCase = [summary: string, message: string, status?: number]
-
-/** An Error response of `status`, with a named example for each of its cases. */
+/** An Error response of `status`, with a named example for each case: its summary, and the
+ * message (and status) of its body. */
 export function errorResponse(
   status: number,
   description: string,
-  cases: Record<string, ErrorCase>,
+  cases: Record<string, [summary: string, message: string, status?: number]>,
   extra: Record<string, HeaderDoc> = {},
 ) {
   const examples = Object.entries(cases).map(([name, [summary, message, s = status]]) => [
@@ -139,10 +129,7 @@ const anyOperation: Responses = {
     {
       'WWW-Authenticate': always(
         '`Bearer realm="petstore"`, with `error="invalid_token"` when a key was sent but is not valid.',
-        {
-          type: 'string',
-          enum: ['Bearer realm="petstore"', 'Bearer realm="petstore", error="invalid_token"'],
-        },
+        { type: 'string', enum: [BEARER, `${BEARER}, error="invalid_token"`] },
       ),
     },
   ),
@@ -175,9 +162,8 @@ const anyOperation: Responses = {
 }
 
 /**
- * An operation's responses: its own, the errors any operation may answer, `default` (405 on a
- * path that takes only `allow`, and the parser's errors), and on each the headers of every
- * response plus `shared` (the deprecation fields of a deprecated operation).
+ * An operation's responses: its own, the errors of any operation, and `default` (405 on a path that
+ * takes only `allow`, the parser's errors); each with `shared` and the headers of every response.
  */
 export function operationResponses(
   own: Responses,

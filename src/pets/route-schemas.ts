@@ -5,15 +5,9 @@ import { AUTHORITY_RULE } from '../http/edge.js'
 import { CURSOR_MALFORMED } from './cursor.js'
 import { getPetSunset } from './deprecation.js'
 import { errorResponse, headers, operationResponses, withHeaders } from './responses.js'
-import { EXAMPLE, ListPetsQuery, NewPet, Pet, PetIdParams, Pets } from './schemas.js'
+import { EXAMPLE_PET, ListPetsQuery, NewPet, Pet, PetIdParams, Pets } from './schemas.js'
 
-/** The Pet example: what the first create of a store answers, and a get of it. */
-const examplePet = {
-  id: EXAMPLE.PET_ID,
-  name: EXAMPLE.NAME,
-  categoryId: EXAMPLE.CATEGORY_ID,
-  status: EXAMPLE.STATUS,
-}
+const FIRST_PET = { summary: 'The first animal of the store', value: EXAMPLE_PET }
 
 export const listPetsSchema = {
   operationId: 'listPets',
@@ -29,7 +23,7 @@ export const listPetsSchema = {
         'A page of animals.',
         { Link: headers.link },
         {
-          page: { summary: 'A page holding the first animal', value: [examplePet] },
+          page: { summary: 'A page holding the first animal', value: [EXAMPLE_PET] },
           empty: { summary: 'No animal matches', value: [] },
         },
       ),
@@ -84,7 +78,7 @@ export const createPetSchema = {
         Pet,
         'Animal added.',
         { Location: headers.location, 'Idempotent-Replayed': headers.replayed },
-        { created: { summary: 'The first animal of the store', value: examplePet } },
+        { created: FIRST_PET },
       ),
       400: errorResponse(400, 'Body missing, required fields absent, or values invalid.', {
         missingField: ['A required field is absent', "missing required field 'categoryId'"],
@@ -137,12 +131,7 @@ export const getPetSchema = {
   params: PetIdParams,
   response: operationResponses(
     {
-      200: withHeaders(
-        Pet,
-        'Animal found.',
-        {},
-        { found: { summary: 'The first animal of the store', value: examplePet } },
-      ),
+      200: withHeaders(Pet, 'Animal found.', {}, { found: FIRST_PET }),
       400: errorResponse(400, '`petId` is not a 64-bit integer.', {
         invalidPetId: [
           '`petId` is not a 64-bit integer',
@@ -150,7 +139,7 @@ export const getPetSchema = {
         ],
       }),
       404: errorResponse(404, 'No animal with that identifier.', {
-        noSuchPet: ['No animal with that id', `no pet with id ${EXAMPLE.PET_ID}`],
+        noSuchPet: ['No animal with that id', `no pet with id ${EXAMPLE_PET.id}`],
       }),
       410: errorResponse(410, 'The operation is past its sunset.', {
         pastSunset: [
@@ -164,10 +153,8 @@ export const getPetSchema = {
   ),
 }
 
-/**
- * The orders operation the interface refers to without defining its parameters, payloads or
- * behaviour: declared so clients, mocks and the reference page know it and its only answers.
- */
+/** Declared so that clients, mocks and the reference page know the orders operation and its only
+ * answers. */
 export const listOrdersSchema = {
   operationId: 'listOrders',
   summary: 'List store orders',
@@ -176,7 +163,6 @@ export const listOrdersSchema = {
   tags: ['orders'],
   response: operationResponses(
     {
-      // No parameter or body is read; only a malformed request (e.g. its Host header) is refused.
       400: errorResponse(400, 'The request is malformed, e.g. its `Host` header names no host.', {
         invalidHost: ['A `Host` that names no host', `the Host header ${AUTHORITY_RULE}`],
       }),

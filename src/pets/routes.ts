@@ -1,50 +1,30 @@
 // The pet operations' routes: each declares its schema (validation and the OpenAPI document) and
-// hands the parsed request to its operation (operations.ts). The caller's data version and
-// deadline come from the root onRequest hook (src/http/root-hooks.ts).
+// hands the parsed request to its operation (operations.ts).
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { authenticatedKey } from '../auth/authenticate.js'
+import type { FastifyInstance } from 'fastify'
+import { ApiError } from '../errors.js'
 import { sendOutcome } from '../http/error-handling.js'
-import type { Caller, PetOperations } from './operations.js'
+import type { PetOperations } from './operations.js'
 import { createPetSchema, getPetSchema, listOrdersSchema, listPetsSchema } from './route-schemas.js'
 import type { ListPetsQueryType } from './schemas.js'
-import { newPetOf } from './service.js'
-
-/** The caller of an admitted request. */
-function callerOf(request: FastifyRequest): Caller {
-  return {
-    version: request.dataVersion,
-    deadline: request.deadline,
-    key: authenticatedKey(request),
-    log: request.log,
-    protocol: request.protocol,
-    host: request.host,
-  }
-}
 
 export async function petRoutes(app: FastifyInstance, ops: PetOperations): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>()
 
   r.get(
     '/v1/pets',
-    {
-      config: { operation: 'listPets' },
-      schema: listPetsSchema,
-    },
+    { config: { operation: 'listPets' }, schema: listPetsSchema },
     async (request, reply) =>
-      sendOutcome(reply, await ops.list(request.query as ListPetsQueryType, callerOf(request))),
+      sendOutcome(reply, await ops.list(request.query as ListPetsQueryType, request)),
   )
 
   r.post(
     '/v1/pets',
-    {
-      config: { operation: 'createPet' },
-      schema: createPetSchema,
-    },
+    { config: { operation: 'createPet' }, schema: createPetSchema },
+    // The schema refuses unknown fields: the body is the pet to store as it stands.
     async (request, reply) => {
       const idempotencyKey = request.headers['idempotency-key']
-      const caller = callerOf(request)
-      return sendOutcome(reply, await ops.create(newPetOf(request.body), caller, idempotencyKey))
+      return sendOutcome(reply, await ops.create(request.body, request, idempotencyKey))
     },
   )
 
@@ -53,23 +33,17 @@ export async function petRoutes(app: FastifyInstance, ops: PetOperations): Promi
     {
       config: { operation: 'getPet', deprecated: true },
       // Runs after authentication: the sunset answer, and the count of who still calls.
-      onRequest: (request, _reply, done) => {
-        try {
-          ops.getPetCalled({ key: authenticatedKey(request), log: request.log })
-          done()
-        } catch (err) {
-          done(err as Error)
-        }
-      },
+      onRequest: async (request) => ops.getPetCalled(request),
       schema: getPetSchema,
     },
-    async (request, reply) =>
-      sendOutcome(reply, await ops.get(request.params.petId, callerOf(request))),
+    async (request, reply) => sendOutcome(reply, await ops.get(request.params.petId, request)),
   )
 
   app.get(
     '/v1/store/orders',
     { config: { operation: 'listOrders' }, schema: listOrdersSchema },
-    async () => ops.listOrders(),
+    async () => {
+      throw new ApiError('not_implemented', 'store orders are not implemented by this service')
+    },
   )
 }

@@ -1,18 +1,13 @@
 // The API's payloads, defined once: these schemas validate requests, shape responses, give the
 // TypeScript types, and are the components of the OpenAPI document.
-import { type Static, type TSchema, Type } from '@sinclair/typebox'
+import { type SchemaOptions, type Static, type TSchema, Type } from '@sinclair/typebox'
 import { type ErrorCode, errorCodes } from '../errors.js'
 import { type PetStatus as PetStatusValue, petStatuses } from '../storage/store.js'
 import { CURSOR_MALFORMED, CURSOR_PATTERN, encodeCursor, MAX_CURSOR_LENGTH } from './cursor.js'
 
-/**
- * A JSON integer in the int64 range; carried as BigInt in the service so no digit is lost. The
- * bounds are BigInts too: the validator compares them exactly and the document is written with
- * every digit (src/http/openapi.ts).
- */
-const Int64 = (
-  options: { description?: string; minimum?: bigint; example?: bigint; examples?: bigint[] } = {},
-) =>
+/** A JSON integer in the int64 range, carried as BigInt so no digit is lost; so are the bounds,
+ * which the validator compares exactly and the document writes with every digit. */
+const Int64 = (options: SchemaOptions) =>
   Type.Unsafe<bigint>({
     type: 'integer',
     format: 'int64',
@@ -24,40 +19,32 @@ const Int64 = (
 /** The most animals one page holds: the largest `limit`. */
 const MAX_PAGE_SIZE = 100
 
-/**
- * The examples the document gives. Integers stay within 2^53, so tools that read the document
- * with JSON.parse (Redoc, Prism, most generators) show them exactly; `PET_ID` is the first id a
- * store assigns, so the examples work in order on an empty store (list, create, then get).
- */
-export const EXAMPLE = { PET_ID: 1n, CATEGORY_ID: 12n, NAME: 'Rex', STATUS: 'available' } as const
+/** The Pet example, its fields its schema's examples: within 2^53 for tools that read with
+ * JSON.parse, the id the first a store assigns so that the examples work on an empty store. */
+export const EXAMPLE_PET = { id: 1n, name: 'Rex', categoryId: 12n, status: 'available' } as const
 
 export const PetStatus = Type.Unsafe<PetStatusValue>({
   type: 'string',
   enum: [...petStatuses],
   title: 'PetStatus',
   description: 'Availability of the animal.',
-  example: EXAMPLE.STATUS,
+  example: EXAMPLE_PET.status,
 })
 
-/**
- * At least one character that is not Unicode White_Space, the class written out: `\p{White_Space}`
- * means it only to a regex engine in Unicode mode, and generated clients compile patterns without
- * the `u` flag. All of it is in the BMP, so the class matches alike with and without the flag.
- */
+/** At least one character that is not Unicode White_Space, written out for generated clients that
+ * compile patterns without the `u` flag `\p{White_Space}` needs. All of it is in the BMP, so it
+ * matches alike with and without the flag. */
 export const NOT_ONLY_WHITE_SPACE =
   '[^\\u0009-\\u000D\\u0020\\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]'
 /** PostgreSQL text cannot hold U+0000; refusing it on every store keeps them alike. */
 export const WITHOUT_U0000 = '^[^\\u0000]*$'
 
 const NAME_MAX = 255
-/**
- * Two whole string schemas under `allOf`, each with its own pattern and message: the validator
- * checks the length, then white space, then U+0000, and generators that read `allOf` of strings
- * (orval's zod: `.and(...)`) keep both rules.
- */
+/** Two string schemas under `allOf`, each with its own pattern and message, checked in order;
+ * generators that read `allOf` of strings (orval's zod: `.and(...)`) keep both rules. */
 const petName = Type.Unsafe<string>({
   description: `The animal's name: 1 to ${NAME_MAX} Unicode code points, not only white space, without U+0000.`,
-  example: EXAMPLE.NAME,
+  example: EXAMPLE_PET.name,
   allOf: [
     {
       type: 'string',
@@ -79,20 +66,19 @@ const newPetFields = {
   name: petName,
   categoryId: Int64({
     description: 'Identifier of the category the animal belongs to.',
-    example: EXAMPLE.CATEGORY_ID,
+    example: EXAMPLE_PET.categoryId,
   }),
   status: Type.Optional(PetStatus),
 }
 
 export const NewPet = Type.Object(newPetFields, { title: 'NewPet', additionalProperties: false })
-export type NewPetBody = Static<typeof NewPet>
 
 export const Pet = Type.Object(
   {
     id: Int64({
       description: 'Unique identifier, assigned by the service on creation.',
       minimum: 1n,
-      example: EXAMPLE.PET_ID,
+      example: EXAMPLE_PET.id,
     }),
     ...newPetFields,
   },
@@ -113,7 +99,7 @@ export const ErrorSchema = Type.Object(
     message: Type.String({
       maxLength: 1024,
       description: 'Human-readable description.',
-      example: `no pet with id ${EXAMPLE.PET_ID}`,
+      example: `no pet with id ${EXAMPLE_PET.id}`,
     }),
     status: Type.Integer({
       format: 'int32',
@@ -141,7 +127,9 @@ export const ListPetsQuery = Type.Object({
     }),
   ),
   // `examples` of a parameter's schema becomes the parameter's own `example` in the document.
-  status: Type.Optional(Type.Unsafe<PetStatusValue>({ ...PetStatus, examples: [EXAMPLE.STATUS] })),
+  status: Type.Optional(
+    Type.Unsafe<PetStatusValue>({ ...PetStatus, examples: [EXAMPLE_PET.status] }),
+  ),
   cursor: Type.Optional(
     Type.String({
       maxLength: MAX_CURSOR_LENGTH,
@@ -154,10 +142,10 @@ export const ListPetsQuery = Type.Object({
     }),
   ),
 })
-export type ListPetsQueryType = { limit: number; status?: PetStatusValue; cursor?: string }
+export type ListPetsQueryType = Static<typeof ListPetsQuery> & { limit: number }
 
 export const PetIdParams = Type.Object({
-  petId: Int64({ description: 'Identifier of the animal.', examples: [EXAMPLE.PET_ID] }),
+  petId: Int64({ description: 'Identifier of the animal.', examples: [EXAMPLE_PET.id] }),
 })
 
 /** The named schemas that become `components.schemas` of the OpenAPI document. */
