@@ -2,26 +2,20 @@
 // turned into a single self-contained file and checked before anyone relies on it.
 import { closeSync, fsyncSync, openSync, rmSync, statSync } from 'node:fs'
 import type BetterSqlite3 from 'better-sqlite3'
-import { Database } from './driver.js'
+import { BUSY_TIMEOUT_MS, Database, hasTable } from './driver.js'
 import { hasCode } from './faults.js'
 
 /**
- * Pages per backup step: all of them. Each step reads one snapshot, and a write by another process
- * between steps restarts the copy, so small steps under a steady load of creates might never end.
- * In WAL mode the one long read blocks no writer.
+ * Pages per backup step: all of them. A write by another process between steps restarts the copy,
+ * so small steps under a steady load might never end; in WAL mode the long read blocks no writer.
  */
 const ALL_PAGES = 0x7fffffff
 
 /** The files SQLite may keep beside a database. */
 export const SIDE_FILE_SUFFIXES = ['-wal', '-shm', '-journal'] as const
 
-export interface BackupSummary {
-  bytes: number
-  pages: number
-  pageSize: number
-  pets: number
-  apiKeys: number
-}
+/** The copy's size, and what it holds. */
+export type BackupSummary = ReturnType<typeof makeSelfContained>
 
 /** The source cannot be backed up as a pet store: said as the operator should read it. */
 export class NotAStoreError extends Error {}
@@ -49,7 +43,7 @@ async function copySnapshot(source: string, destination: string): Promise<void> 
   // It writes nothing; SQLite falls back to reading only when the file is write-protected.
   const db = new Database(source, { fileMustExist: true })
   try {
-    db.pragma('busy_timeout = 5000')
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
     if (!hasTable(db, 'pets')) {
       throw new NotAStoreError(`${source} is not a pet store database (it has no pets table)`)
     }
@@ -64,11 +58,10 @@ async function copySnapshot(source: string, destination: string): Promise<void> 
 }
 
 /**
- * The copy's header still says WAL, as the store's did: opened later it would make -wal and -shm
- * files, and could not be opened read-only in a directory it cannot write. DELETE mode fixes that;
- * a service started on it turns WAL back on.
+ * The copy's header still says WAL: opened later it would make -wal and -shm files, and could not
+ * be opened read-only in a folder it cannot write. A service started on it turns WAL back on.
  */
-function makeSelfContained(path: string): BackupSummary {
+function makeSelfContained(path: string) {
   const db = new Database(path, { fileMustExist: true })
   try {
     const mode = db.pragma('journal_mode = DELETE', { simple: true })
@@ -103,14 +96,6 @@ function integrityProblems(db: BetterSqlite3.Database): string[] {
     if (hasCode(err, 'SQLITE_CORRUPT')) return [(err as Error).message]
     throw err
   }
-}
-
-function hasTable(db: BetterSqlite3.Database, name: string): boolean {
-  const row = db
-    .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
-    .pluck()
-    .get(name)
-  return row !== undefined
 }
 
 /** Syncs a file's content, or (for a directory) the names in it. */

@@ -1,15 +1,11 @@
 // Storage faults of the SQLite store: which SQLite errors mean "the disk or the file cannot serve
-// now" (503 for the caller, not a bug), whether the path still names the file that was opened,
-// and the last failure of the disk, which readiness probes until a write succeeds.
+// now" (503 for the caller, not a bug), and whether the path still names the file that was opened.
 import { rmSync, statSync } from 'node:fs'
 import { StorageUnavailableError } from '../errors.js'
 
 /** The code the writer thread reports when the path names another file than the store's. */
 export const FILE_REPLACED = 'PETSTORE_FILE_REPLACED'
-/**
- * The code of a write whose writer thread died while holding it: it may have committed before the
- * thread died, or not, so it is failed as a fault that a retry (with its Idempotency-Key) cures.
- */
+/** A write whose writer thread died holding it, committed or not: a retry with its key cures it. */
 export const WRITER_DIED = 'PETSTORE_WRITER_DIED'
 
 const REPLACED_MESSAGE = 'the database file was removed or replaced; restart the service'
@@ -34,106 +30,52 @@ export function hasCode(err: unknown, code: string): boolean {
   return typeof own === 'string' && (own === code || own.startsWith(`${code}_`))
 }
 
-/**
- * A StorageUnavailableError for a fault of the disk or the file, with a fixed message (SQLite's own
- * goes to the log as the cause, never to a client); anything else is returned as it was.
- */
+/** A fault of the disk or file as a StorageUnavailableError (SQLite's message only as its cause). */
 export function unavailableIfDiskFault(err: unknown): unknown {
   if (err instanceof StorageUnavailableError) return err
-  for (const [prefix, message] of MESSAGES) {
-    if (hasCode(err, prefix)) {
-      const code = (err as { code: string }).code
-      // The code beside the message, so that the log tells e.g. a failed sync from a failed write.
-      return Object.assign(new StorageUnavailableError(message, 1, { cause: err }), { code })
-    }
-  }
-  return err
+  const fault = MESSAGES.find(([prefix]) => hasCode(err, prefix))
+  if (fault === undefined) return err
+  // The code beside the message, so that the log tells e.g. a failed sync from a failed write.
+  const { code } = err as { code: string }
+  return Object.assign(new StorageUnavailableError(fault[1], 1, { cause: err }), { code })
 }
 
-export interface FileIdentity {
-  dev: bigint
-  ino: bigint
-}
-
-/** The identity of the file at `path` now; null when nothing is there. */
-export function identityAt(path: string): FileIdentity | null {
+/** The identity (device and inode) of the file at `path` now; null when nothing is there. */
+export function identityAt(path: string): string | null {
   const stat = statSync(path, { bigint: true, throwIfNoEntry: false })
-  return stat === undefined ? null : { dev: stat.dev, ino: stat.ino }
-}
-
-export function sameFile(a: FileIdentity | null, b: FileIdentity): boolean {
-  return a !== null && a.dev === b.dev && a.ino === b.ino
-}
-
-/**
- * The database file as opened. Connections write on to a file unlinked or renamed over, which a
- * restart would not find, so a write is acknowledged only while the path still names this file.
- */
-export class DatabaseFile {
-  private constructor(
-    readonly path: string,
-    readonly identity: FileIdentity,
-    /** The write-ahead log and its index as opened, which live as long as a connection does. */
-    private readonly companions: readonly (readonly [path: string, identity: FileIdentity])[],
-  ) {}
-
-  static opened(path: string): DatabaseFile {
-    const identity = identityAt(path)
-    if (identity === null) throw new Error('the database file vanished as it was opened')
-    const companions: [string, FileIdentity][] = []
-    for (const companion of [`${path}-wal`, `${path}-shm`]) {
-      const id = identityAt(companion)
-      if (id !== null) companions.push([companion, id])
-    }
-    return new DatabaseFile(path, identity, companions)
-  }
-
-  /**
-   * Once every connection is closed: the log of a file removed or replaced would be replayed into
-   * whatever the path names next, so it and its index go, if they are still the ones opened.
-   */
-  removeCompanionsIfMoved(): void {
-    let moved: boolean
-    try {
-      moved = !sameFile(identityAt(this.path), this.identity)
-    } catch {
-      return
-    }
-    if (!moved) return
-    for (const [path, identity] of this.companions) {
-      try {
-        if (sameFile(identityAt(path), identity)) rmSync(path, { force: true })
-      } catch {
-        // Left as it is: a file system failing this way fails the next start too, which says so.
-      }
-    }
-  }
-
-  /** Null while the path names the opened file; otherwise the fault to report. */
-  check(): StorageUnavailableError | null {
-    let now: FileIdentity | null
-    try {
-      now = identityAt(this.path)
-    } catch (err) {
-      return new StorageUnavailableError(IO_MESSAGE, 1, { cause: err })
-    }
-    return sameFile(now, this.identity) ? null : new StorageUnavailableError(REPLACED_MESSAGE)
-  }
+  return stat === undefined ? null : `${stat.dev}:${stat.ino}`
 }
 
 /** How often the path is checked to name the opened file, besides by ping and after each commit. */
 const FILE_CHECK_MS = 1000
 
+/**
+ * Whether the path still names the file opened, and the last fault, which readiness probes until a
+ * write succeeds. Connections write on to a file unlinked or renamed over, which a restart would
+ * not find, so a write is acknowledged only while the path still names the file opened.
+ */
 export class StoreFaults {
+  /** The file as opened; null in memory. */
+  readonly file: { path: string; identity: string } | null = null
+  /** The write-ahead log and its index as opened, which live as long as a connection does. */
+  private readonly companions: [path: string, identity: string][] = []
   /** Set while the path does not name the opened file: what is read or written then is lost. */
   private fileFault: StorageUnavailableError | null = null
   /** The last fault of the disk or file since a write last succeeded. */
   private lastFailure: StorageUnavailableError | null = null
-  private readonly fileCheck: NodeJS.Timeout | null = null
+  private readonly fileCheck: NodeJS.Timeout | undefined
 
-  /** `file` as opened; null in memory. */
-  constructor(private readonly file: DatabaseFile | null) {
-    if (file !== null) this.fileCheck = setInterval(() => this.checkFile(), FILE_CHECK_MS).unref()
+  /** `path`: the database file, opened just now; null in memory. */
+  constructor(path: string | null) {
+    if (path === null) return
+    const identity = identityAt(path)
+    if (identity === null) throw new Error('the database file vanished as it was opened')
+    this.file = { path, identity }
+    for (const companion of [`${path}-wal`, `${path}-shm`]) {
+      const id = identityAt(companion)
+      if (id !== null) this.companions.push([companion, id])
+    }
+    this.fileCheck = setInterval(() => this.checkFile(), FILE_CHECK_MS).unref()
   }
 
   /** Whether a fault has been seen since a write last succeeded. */
@@ -152,7 +94,13 @@ export class StoreFaults {
 
   /** Compares the path with the opened file now; the fault, if any, holds until it matches again. */
   checkFile(): StorageUnavailableError | null {
-    if (this.file !== null) this.fileFault = this.file.check()
+    if (this.file === null) return null
+    try {
+      const same = identityAt(this.file.path) === this.file.identity
+      this.fileFault = same ? null : new StorageUnavailableError(REPLACED_MESSAGE)
+    } catch (err) {
+      this.fileFault = new StorageUnavailableError(IO_MESSAGE, 1, { cause: err })
+    }
     return this.fileFault
   }
 
@@ -177,6 +125,25 @@ export class StoreFaults {
   }
 
   stop(): void {
-    if (this.fileCheck !== null) clearInterval(this.fileCheck)
+    clearInterval(this.fileCheck)
+  }
+
+  /**
+   * Once every connection is closed: the log of a file removed or replaced would be replayed into
+   * whatever the path names next, so it and its index go, if they are still the ones opened.
+   */
+  removeCompanionsIfMoved(): void {
+    try {
+      if (this.file === null || identityAt(this.file.path) === this.file.identity) return
+    } catch {
+      return
+    }
+    for (const [path, identity] of this.companions) {
+      try {
+        if (identityAt(path) === identity) rmSync(path, { force: true })
+      } catch {
+        // Left as it is: a file system failing this way fails the next start too, which says so.
+      }
+    }
   }
 }

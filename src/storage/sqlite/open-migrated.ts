@@ -1,6 +1,6 @@
 import { setTimeout } from 'node:timers/promises'
 import type Database from 'better-sqlite3'
-import { openDatabase } from './connection.js'
+import { hasTable, openDatabase } from './driver.js'
 import { hasCode } from './faults.js'
 import { SQLITE_MIGRATION_NAMES } from './migration-names.js'
 
@@ -27,15 +27,9 @@ export async function openMigrated(
   }
 }
 
-/**
- * Brings the schema up to date and returns the names of the migrations it applied. Kysely, slow to
- * load, is loaded only when its bookkeeping table lacks one this version knows.
- */
+/** The migrations applied now, by name; Kysely, slow to load, only when one is due. */
 export async function migrateSqlite(db: Database.Database): Promise<string[]> {
-  const bookkeeping = db
-    .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'kysely_migration'")
-    .get()
-  if (bookkeeping !== undefined) {
+  if (hasTable(db, 'kysely_migration')) {
     const applied = new Set(db.prepare('SELECT name FROM kysely_migration').pluck().all())
     if (SQLITE_MIGRATION_NAMES.every((name) => applied.has(name))) return []
   }

@@ -7,7 +7,7 @@ import type { CreateItem } from '../create-item.js'
 import { ClaimReleasedError } from '../errors.js'
 import { DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY, IdempotencyCap } from '../idempotency-cap.js'
 import type * as domain from '../store.js'
-import { DatabaseFile, hasCode, StoreFaults, WRITER_DIED } from './faults.js'
+import { hasCode, StoreFaults, WRITER_DIED } from './faults.js'
 import { openMigrated } from './open-migrated.js'
 import { LocalWriter, type SpawnWriter, SqliteWriter, type StoreWriter } from './writer.js'
 import { encodeBatch, encodePets } from './writer-messages.js'
@@ -19,28 +19,25 @@ import {
   type WriteName,
 } from './writes.js'
 
-/** How the store is opened; `spawnWriter` starts another writer thread only in tests. */
-export interface SqliteStoreOptions {
-  idempotencyKeysPerApiKey?: number
-  spawnWriter?: SpawnWriter
-}
-
 /**
  * Opens the store: the main connection for reads, a writer thread for every write (except in
- * memory, which a thread cannot share: writes then run on the main connection).
+ * memory, which a thread cannot share: writes then run on the main connection). `spawnWriter`
+ * starts another writer thread only in tests.
  */
 export async function openSqliteStore(
   path: string,
-  opts: SqliteStoreOptions = {},
+  opts: { idempotencyKeysPerApiKey?: number; spawnWriter?: SpawnWriter } = {},
 ): Promise<SqliteStore> {
   const cap = new IdempotencyCap(
     opts.idempotencyKeysPerApiKey ?? DEFAULT_IDEMPOTENCY_KEYS_PER_API_KEY,
   )
   const { db } = await openMigrated(path)
-  if (path === ':memory:') return new SqliteStore(db, new LocalWriter(sqliteWrites(db, cap)), null)
-  const file = DatabaseFile.opened(path)
-  const data = { path, identity: file.identity, idempotencyKeysPerApiKey: cap.cap }
-  return new SqliteStore(db, new SqliteWriter(data, opts.spawnWriter), file)
+  if (path === ':memory:') {
+    return new SqliteStore(db, new LocalWriter(sqliteWrites(db, cap)), new StoreFaults(null))
+  }
+  const faults = new StoreFaults(path)
+  const data = { path, identity: faults.file!.identity, idempotencyKeysPerApiKey: cap.cap }
+  return new SqliteStore(db, new SqliteWriter(data, opts.spawnWriter), faults)
 }
 
 /** A pets row as an array (`id, name, category_id, status`), which better-sqlite3 builds faster. */
@@ -75,25 +72,21 @@ function readStatements(db: Database.Database) {
 export class SqliteStore implements domain.Store {
   readonly kind = 'sqlite'
   private readonly read: ReturnType<typeof readStatements>
-  private readonly faults: StoreFaults
   private readonly creates: AsyncWriteBatcher<CreateItem, domain.Pet>
   private closed = false
 
   constructor(
     private readonly db: Database.Database,
     private readonly writer: StoreWriter,
-    /** The file as opened; null in memory. */
-    private readonly file: DatabaseFile | null,
+    private readonly faults: StoreFaults,
   ) {
     this.read = readStatements(db)
-    this.faults = new StoreFaults(file)
     // Group commit: creates arriving while a batch syncs go together in the next one.
     this.creates = new AsyncWriteBatcher((items) => this.commitCreates(items))
   }
 
   private async commitCreates(items: CreateItem[]): Promise<(domain.Pet | Error)[]> {
-    // The writer thread checks the file after each commit: no pet is acknowledged that a restart
-    // would not find.
+    // The writer thread checks the file after each commit: no pet a restart would miss is answered.
     const ids = await this.write('commit', [encodeBatch(items)])
     this.faults.succeeded()
     return items.map(({ pet }, i) =>
@@ -151,8 +144,8 @@ export class SqliteStore implements domain.Store {
     try {
       return await this.write('claim', [req])
     } catch (err) {
-      // A claim whose writer thread died may have been written: freed by its own token, so that a
-      // retry is not refused as in progress until the lease ends.
+      // A claim whose writer thread died may have been written: freed by its own token, or a retry
+      // would be refused as in progress until the lease ends.
       if (hasCode(err, WRITER_DIED)) {
         const ref = { apiKeyId: req.apiKeyId, key: req.key, token: req.token }
         await this.writer.write('release', [ref]).catch(() => {})
@@ -199,19 +192,12 @@ export class SqliteStore implements domain.Store {
     return { pets: version, keys: version }
   }
 
-  /**
-   * Fails while the file is gone or the disk fails. After a failure only a write that succeeds
-   * (a probe, on the writer's connection) shows it is over; otherwise a read that costs nothing.
-   */
+  /** Fails while the file is gone or the disk fails: after a failure, until a probe write works. */
   async ping(): Promise<void> {
     const fault = this.faults.checkFile()
     if (fault !== null) throw fault
-    try {
-      if (!this.faults.failing) this.read.ping.get()
-      else await this.writer.write('probe', [])
-    } catch (err) {
-      throw this.faults.failed(err)
-    }
+    if (this.faults.failing) await this.write('probe', [])
+    else this.faults.guarded(() => this.read.ping.get())
     this.faults.succeeded()
   }
 
@@ -222,7 +208,7 @@ export class SqliteStore implements domain.Store {
     await this.creates.idle()
     await this.writer.close()
     this.db.close()
-    this.file?.removeCompanionsIfMoved()
+    this.faults.removeCompanionsIfMoved()
   }
 
   /** The main connection, and the writer thread's once it started. */

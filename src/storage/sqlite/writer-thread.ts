@@ -1,19 +1,18 @@
-// The writer thread of the SQLite store: its own connection makes every write of the store (the
-// batches of creates, idempotency claims, API keys, the seed), so each wait for the write lock
-// (busy_timeout) and each WAL sync happens here, not on the event loop. In WAL mode, readers see a
-// write once it is synced, and never wait for one.
+// The writer thread of the SQLite store: its own connection makes every write of the store, so each
+// wait for the write lock (busy_timeout) and each WAL sync happens here, not on the event loop. In
+// WAL mode, readers see a write once it is synced, and never wait for one.
 import { parentPort, workerData } from 'node:worker_threads'
 import type Database from 'better-sqlite3'
 import { IdempotencyCap } from '../idempotency-cap.js'
-import { BUSY_TIMEOUT_MS, openDatabase } from './connection.js'
-import { FILE_REPLACED, type FileIdentity, identityAt, sameFile } from './faults.js'
+import { BUSY_TIMEOUT_MS, openDatabase } from './driver.js'
+import { FILE_REPLACED, identityAt } from './faults.js'
 import type { WriteRequest, WriterReply, WriterRequest } from './writer-messages.js'
 import { type SqliteWrites, sqliteWrites } from './writes.js'
 
 export interface WriterData {
   path: string
-  /** The file the store opened: the thread writes to no other. */
-  identity: FileIdentity
+  /** The file the store opened (identityAt): the thread writes to no other. */
+  identity: string
   /** IdempotencyCap's cap: the thread counts each API key's records as it claims. */
   idempotencyKeysPerApiKey: number
 }
@@ -27,18 +26,14 @@ interface Connection {
   writes: SqliteWrites
 }
 
-/**
- * Opened at the first request rather than at start: a failure to open (the file gone, the disk
- * failing) is then the answer to that request, and the next one tries again.
- */
+/** Opened at the first request: a failure to open is that request's answer, and the next retries. */
 let connection: Connection | null = null
 
 /** Throws FILE_REPLACED unless the path names the store's file. */
 function checkFile(): void {
-  if (!sameFile(identityAt(path), identity)) {
-    throw Object.assign(new Error('the database file was removed or replaced'), {
-      code: FILE_REPLACED,
-    })
+  if (identityAt(path) !== identity) {
+    const err = new Error('the database file was removed or replaced')
+    throw Object.assign(err, { code: FILE_REPLACED })
   }
 }
 
@@ -58,10 +53,7 @@ function open(): Connection {
   return { db, writes: sqliteWrites(db, cap) }
 }
 
-/**
- * Time queued that is not taken off the wait for the lock: a batch's commit is this quick, and
- * setting busy_timeout twice costs more than the time it would save.
- */
+/** Time queued not taken off the wait for the lock: setting busy_timeout twice costs more. */
 const QUEUE_SLACK_MS = 20
 
 /**
@@ -92,9 +84,8 @@ port.on('message', (request: WriterRequest) => {
   try {
     connection ??= open()
     const value = performInTime(connection, request)
-    // After the commit and before the answer goes back: a write made to a file that was removed
-    // or replaced meanwhile is reported as failed, never acknowledged. Here rather than on the
-    // event loop, which a stat per batch would slow (docs/performance.md).
+    // After the commit, before the answer: a write to a file removed or replaced meanwhile is
+    // failed, never acknowledged. Here, not on the event loop, which a stat per batch would slow.
     checkFile()
     reply = { seq: request.seq, value }
     if (value instanceof BigInt64Array) transfer = [value.buffer as ArrayBuffer]

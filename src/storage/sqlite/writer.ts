@@ -1,12 +1,11 @@
-// Where the SQLite store's writes run: on the writer thread (writer-thread.ts) for a file, whose
-// every write is handed over and settled once the thread made it durable; in memory, here.
+// Where the SQLite store's writes run: on the writer thread (writer-thread.ts) for a file, each
+// settled once the thread made it durable; in memory, on the main connection.
 import { Worker } from 'node:worker_threads'
 import { WRITER_DIED } from './faults.js'
 import type { WriteRequest, WriterReply, WriterRequest } from './writer-messages.js'
 import type { WriterData } from './writer-thread.js'
 import type { SqliteWrites, WriteAnswer, WriteArgs, WriteName } from './writes.js'
 
-/** Where the store's writes run; each settles once it is durable (or failed). */
 export interface StoreWriter {
   /** Whether the writer has a connection of its own open (the thread's), for the store's stats. */
   readonly running: boolean
@@ -37,7 +36,7 @@ export class LocalWriter implements StoreWriter {
   async close(): Promise<void> {}
 }
 
-/** One writer thread, with the requests it holds: its death fails those and no others. */
+/** One writer thread and the requests it holds, which its death fails. */
 interface Thread {
   worker: Worker
   waiting: Map<number, { resolve: (value: unknown) => void; reject: (err: Error) => void }>
@@ -49,8 +48,7 @@ export type SpawnWriter = (data: WriterData) => Worker
 /** A SpawnWriter of the thread whose entry is `entry` (a .js module, or .ts when run from source). */
 export function writerSpawner(entry: URL): SpawnWriter {
   if (!entry.pathname.endsWith('.ts')) return (workerData) => new Worker(entry, { workerData })
-  // Run from TypeScript sources (the tests, through tsx): on Node 20 a worker does not inherit
-  // tsx's `--import` hooks, so the thread registers them itself before loading its entry.
+  // On Node 20 a worker does not inherit tsx's `--import` hooks: the thread registers them itself.
   const boot = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(entry.href)}) })`
   return (workerData) => new Worker(boot, { eval: true, workerData })
 }
@@ -59,7 +57,7 @@ const FROM_SOURCE = import.meta.url.endsWith('.ts')
 /** The writer thread's entry, beside this module (.js once built, .ts when run from source). */
 const ENTRY = new URL(`./writer-thread${FROM_SOURCE ? '.ts' : '.js'}`, import.meta.url)
 
-/** The writes on the writer thread (writer-thread.ts), which keeps their syncs off the event loop. */
+/** The writes on the writer thread, which keeps their syncs off the event loop. */
 export class SqliteWriter implements StoreWriter {
   readonly ownCommits = 0
   private thread: Thread | null = null
@@ -114,12 +112,11 @@ export class SqliteWriter implements StoreWriter {
       if ('value' in reply) waiting.resolve(reply.value)
       else waiting.reject(Object.assign(new Error(reply.error.message), { code: reply.error.code }))
     })
-    // A thread that died (a bug, out of memory) fails what it held, and only that: its `exit`
-    // comes milliseconds after its `error`, when the next write may be on a new thread already.
+    // A thread that died (a bug, out of memory) fails what it held, which may or may not have
+    // committed, and only that: its `exit` comes after its `error`, maybe after a new thread began.
     const died = (cause: Error) => {
       if (this.thread === thread) this.thread = null
       if (thread.waiting.size === 0) return
-      // What it held may or may not have committed.
       const message = `the SQLite writer thread died: ${cause.message}`
       const err = Object.assign(new Error(message, { cause }), { code: WRITER_DIED })
       for (const waiting of thread.waiting.values()) waiting.reject(err)

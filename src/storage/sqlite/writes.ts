@@ -5,22 +5,14 @@ import { apiKeyValues } from '../api-key-row.js'
 import type { CreateItem } from '../create-item.js'
 import type { IdempotencyCap } from '../idempotency-cap.js'
 import { decideIdempotencyClaim, type IdempotencyRow } from '../idempotency-claim.js'
-import type {
-  ApiKeyRecord,
-  IdempotencyClaimRef,
-  IdempotencyClaimRequest,
-  NewPet,
-} from '../store.js'
+import type * as domain from '../store.js'
 import { decodeBatch, decodePets, type PetColumns } from './writer-messages.js'
 
-/**
- * The writes by name, each taking what crosses to the writer thread (writer-messages.ts) and
- * returning its answer; the thread and LocalWriter (writer.ts) run them the same way.
- */
+/** The writes by name, each taking what crosses to the writer thread and returning its answer. */
 export function sqliteWrites(db: Database.Database, cap: IdempotencyCap) {
-  const commit = createTransaction(db)
-  const insertAll = db.transaction(petInserter(db))
-  const idempotency = idempotencyWrites(db, cap)
+  const insertPets = petInserter(db)
+  const commit = createTransaction(db, insertPets)
+  const insertAll = db.transaction(insertPets)
   const insertKey = db.prepare<[string, string, Buffer, number, number | null, number | null]>(
     'INSERT INTO api_keys (id, name, secret_hash, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?)',
   )
@@ -35,9 +27,9 @@ export function sqliteWrites(db: Database.Database, cap: IdempotencyCap) {
     /** A batch of creates (encodeBatch) in one transaction; their ids in order. */
     commit: (batch: string) => BigInt64Array.from(commit(decodeBatch(batch))),
     probe: (): void => void probe.immediate(),
-    ...idempotency,
+    ...idempotencyWrites(db, cap),
     // From another thread secretHash arrives as a Uint8Array, which SQLite binds as a Buffer's bytes.
-    insertKey: (k: ApiKeyRecord): void => void insertKey.run(...apiKeyValues(k)),
+    insertKey: (k: domain.ApiKeyRecord): void => void insertKey.run(...apiKeyValues(k)),
     /** True when the key was there and not yet revoked. */
     revokeKey: (id: string, at: Date) => revokeKey.run(at.getTime(), id).changes > 0,
     /** The seed's pets in one transaction (one WAL sync). */
@@ -50,34 +42,23 @@ export type WriteName = keyof SqliteWrites
 export type WriteArgs<K extends WriteName> = Parameters<SqliteWrites[K]>
 export type WriteAnswer<K extends WriteName> = ReturnType<SqliteWrites[K]>
 
-/**
- * Rows per INSERT, largest first (23 creates: 16 + 4 + 2 + 1): a few prepared statements serve
- * every batch, and a statement's fixed cost is paid per chunk, not per row (docs/performance.md).
- */
+/** Rows per INSERT, largest first (23: 16 + 4 + 2 + 1): a statement's fixed cost is per chunk. */
 const CHUNK_SIZES = [64, 32, 16, 8, 4, 2, 1]
 const COLUMNS_PER_ROW = 4
 
-/**
- * Inserts pets, all created at `createdAt`, in multi-row statements inside the caller's
- * transaction, and returns their ids in order: the creates' commit and the seed's batches.
- */
-function petInserter(db: Database.Database): (pets: readonly NewPet[], at: number) => bigint[] {
-  const inserts = new Map<number, Database.Statement<unknown[]>>()
-  const insertRows = (rows: number): Database.Statement<unknown[]> => {
-    let statement = inserts.get(rows)
-    if (statement === undefined) {
-      const values = Array.from({ length: rows }, () => '(?, ?, ?, ?)').join(', ')
-      statement = db.prepare(
-        `INSERT INTO pets (name, category_id, status, created_at) VALUES ${values}`,
-      )
-      inserts.set(rows, statement)
-    }
-    return statement
-  }
+type InsertPets = (pets: readonly domain.NewPet[], createdAt: number) => bigint[]
+
+/** Inserts pets in multi-row statements inside the caller's transaction; their ids in order. */
+function petInserter(db: Database.Database): InsertPets {
+  const chunks = CHUNK_SIZES.map((size) => {
+    const rows = Array(size).fill('(?, ?, ?, ?)').join(', ')
+    const sql = `INSERT INTO pets (name, category_id, status, created_at) VALUES ${rows}`
+    return { size, insert: db.prepare<unknown[]>(sql) }
+  })
   return (pets, createdAt) => {
     const ids: bigint[] = new Array(pets.length)
     let done = 0
-    for (const size of CHUNK_SIZES) {
+    for (const { size, insert } of chunks) {
       while (pets.length - done >= size) {
         const values: unknown[] = new Array(size * COLUMNS_PER_ROW)
         for (let i = 0; i < size; i++) {
@@ -88,11 +69,9 @@ function petInserter(db: Database.Database): (pets: readonly NewPet[], at: numbe
           values[at + 2] = pet.status ?? null
           values[at + 3] = createdAt
         }
-        // run() and lastInsertRowid rather than `RETURNING id` (which buffers its output rows):
-        // the rows of one statement take consecutive ids, AUTOINCREMENT giving each the one after
-        // the row before (or failing the statement, past the largest id), so the last id gives
-        // them all. A BigInt: the connection reads integers as BigInt (defaultSafeIntegers).
-        const { changes, lastInsertRowid } = insertRows(size).run(values)
+        // lastInsertRowid rather than `RETURNING id`, which buffers its rows: AUTOINCREMENT gives
+        // a statement's rows consecutive ids (or fails it), so the last (a BigInt) gives them all.
+        const { changes, lastInsertRowid } = insert.run(values)
         if (changes !== size) throw new Error(`inserted ${changes} of ${size} pets`)
         const first = (lastInsertRowid as bigint) - BigInt(size - 1)
         for (let i = 0; i < size; i++) ids[done + i] = first + BigInt(i)
@@ -106,15 +85,20 @@ function petInserter(db: Database.Database): (pets: readonly NewPet[], at: numbe
 /** Where a create was refused, in place of its id: no pet has it (ids start at 1). */
 export const CLAIM_RELEASED_ID = 0n
 
+/** The claim a create completes, while it is still held: not completed, and the same token. */
+const HELD_CLAIM = 'api_key_id = ? AND idempotency_key = ? AND pet_id IS NULL AND claim_token = ?'
+
 /**
- * Inserts a batch in one IMMEDIATE transaction (one WAL sync) and returns the new ids in order. A
- * create whose idempotency claim is no longer held (released or taken over) is left out, with
- * CLAIM_RELEASED_ID in its place: its request was answered as failed and may be retried.
+ * Inserts a batch in one IMMEDIATE transaction (one WAL sync); the new ids in order. A create whose
+ * claim is no longer held (released or taken over: its request was answered as failed) is left
+ * out, CLAIM_RELEASED_ID in its place.
  */
-export function createTransaction(db: Database.Database): (items: CreateItem[]) => bigint[] {
-  const insertPets = petInserter(db)
+export function createTransaction(
+  db: Database.Database,
+  insertPets: InsertPets = petInserter(db),
+): (items: CreateItem[]) => bigint[] {
   const held = db.prepare<[string, string, string]>(
-    'SELECT 1 FROM idempotency_keys WHERE api_key_id = ? AND idempotency_key = ? AND pet_id IS NULL AND claim_token = ?',
+    `SELECT 1 FROM idempotency_keys WHERE ${HELD_CLAIM}`,
   )
   const completeIdempotency = db.prepare<[bigint, string, string]>(
     'UPDATE idempotency_keys SET pet_id = ?, locked_until = NULL WHERE api_key_id = ? AND idempotency_key = ?',
@@ -152,7 +136,7 @@ function idempotencyWrites(db: Database.Database, cap: IdempotencyCap) {
          locked_until = excluded.locked_until, claim_token = excluded.claim_token`,
   )
   const release = db.prepare<[string, string, string]>(
-    'DELETE FROM idempotency_keys WHERE api_key_id = ? AND idempotency_key = ? AND pet_id IS NULL AND claim_token = ?',
+    `DELETE FROM idempotency_keys WHERE ${HELD_CLAIM}`,
   )
   const purge = db.prepare<[number]>('DELETE FROM idempotency_keys WHERE created_at < ?')
   const countOf = db
@@ -170,7 +154,7 @@ function idempotencyWrites(db: Database.Database, cap: IdempotencyCap) {
     const deleted = excess > 0 ? deleteOldestCompleted.run(apiKeyId, excess).changes : 0
     cap.counted(apiKeyId, count - deleted)
   }
-  const claim = db.transaction((req: IdempotencyClaimRequest) => {
+  const claim = db.transaction((req: domain.IdempotencyClaimRequest) => {
     const now = req.now.getTime()
     const decided = decideIdempotencyClaim(find.get(req.apiKeyId, req.key), req)
     if (decided.outcome !== 'claimed') return decided
@@ -180,8 +164,9 @@ function idempotencyWrites(db: Database.Database, cap: IdempotencyCap) {
   })
   return {
     /** Decides and writes the claim in one IMMEDIATE transaction, which it commits. */
-    claim: (req: IdempotencyClaimRequest) => claim.immediate(req),
-    release: (ref: IdempotencyClaimRef): void => void release.run(ref.apiKeyId, ref.key, ref.token),
+    claim: (req: domain.IdempotencyClaimRequest) => claim.immediate(req),
+    release: (ref: domain.IdempotencyClaimRef): void =>
+      void release.run(ref.apiKeyId, ref.key, ref.token),
     /** Deletes the records created before `cutoff`; returns how many. */
     purge: (cutoff: Date) => purge.run(cutoff.getTime()).changes,
   }

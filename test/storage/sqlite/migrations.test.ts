@@ -4,6 +4,7 @@ import { test } from 'node:test'
 import type BetterSqlite3 from 'better-sqlite3'
 import { Kysely, Migrator, SqliteDialect } from 'kysely'
 import { Database } from '../../../src/storage/sqlite/driver.js'
+import { SQLITE_MIGRATION_NAMES } from '../../../src/storage/sqlite/migration-names.js'
 import { sqliteMigrations } from '../../../src/storage/sqlite/migrations.js'
 import { openSqliteStore } from '../../../src/storage/sqlite/sqlite-store.js'
 import { tempDir } from '../../support/app.js'
@@ -29,6 +30,10 @@ async function databaseAt001(path: string): Promise<void> {
 const PETS_SQL = "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'pets'"
 
 forStore('sqlite', () => {
+  test('migration-names.ts lists the keys of migrations.ts, in order', () => {
+    assert.deepEqual(Object.keys(sqliteMigrations), SQLITE_MIGRATION_NAMES)
+  })
+
   test('sqlite migration 002: pets rebuilt with the same rows, counter, index and keys', async (t) => {
     const path = join(tempDir(t), 'store.db')
     await databaseAt001(path)
