@@ -24,6 +24,7 @@ export const keyLookupSql = (hash32: string, wanted: string) =>
 /** The record of a lookup by keyLookupSql; null for the row of a missing key. */
 export function foundApiKey(row: ApiKeyRow | undefined): ApiKeyRecord | null {
   if (row === undefined) return null
+  // Mapped either way, so that a missing key id takes the same time as a refused one.
   const record = toApiKey(row)
   return row.id === null ? null : record
 }

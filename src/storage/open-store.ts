@@ -12,16 +12,11 @@ export function sqlitePathOf(url: string): string | null {
   return url.startsWith('sqlite:') ? url.slice('sqlite:'.length) : null
 }
 
-/** An open store. */
-export interface OpenedStore {
-  store: Store
-}
-
 /** Opens (creating and migrating as needed) the store that the database URL names. */
 export async function openStore(
   settings: StoreSettings,
   onPoolError?: (err: Error) => void,
-): Promise<OpenedStore> {
+): Promise<{ store: Store }> {
   const url = settings.databaseUrl
   // Each adapter and its driver are loaded only when used: loading pg and Kysely would slow every
   // start-up on SQLite (docs/performance.md).
@@ -33,9 +28,9 @@ export async function openStore(
     )
     return { store }
   }
-  const options = postgresOptions(settings)
+  const options = { ...postgresOptions(settings), onPoolError }
   const { openPostgresStore } = await import('./postgres/postgres-store.js')
-  return { store: await openPostgresStore({ ...options, ...(onPoolError ? { onPoolError } : {}) }) }
+  return { store: await openPostgresStore(options) }
 }
 
 /** The migrations applied now to the store the database URL names, by name; none when up to date. */
@@ -50,8 +45,8 @@ export async function migrateStore(settings: StoreSettings): Promise<string[]> {
     return migrated
   }
   const options = postgresOptions(settings)
-  const { migratePostgres } = await import('./postgres/migrate.js')
-  return migratePostgres(options)
+  const { preparePostgres } = await import('./postgres/migrate.js')
+  return (await preparePostgres(options)).migrated
 }
 
 /** The pool's options for a `postgres://` URL; any other scheme is refused. */

@@ -6,6 +6,7 @@ import type {
   DataVersion,
   IdempotencyClaimRequest,
   Pet,
+  PetPageQuery,
   PetStatus,
   Store,
 } from '../../src/storage/store.js'
@@ -16,6 +17,34 @@ export type OpenStore = (
 ) => Promise<Store>
 
 const HOUR = 3_600_000
+const NOW = new Date('2026-03-01T00:00:00Z')
+const CLAIMED = { outcome: 'claimed' } as const
+const IN_PROGRESS = { outcome: 'in_progress' } as const
+
+/** A claim of `abc` by `k1` at NOW (token t1), kept a day and leased for a minute, unless told. */
+const claimRequest = (over: Partial<IdempotencyClaimRequest> = {}): IdempotencyClaimRequest => ({
+  apiKeyId: 'k1',
+  key: 'abc',
+  requestHash: 'h1',
+  now: NOW,
+  retentionMs: 24 * HOUR,
+  leaseMs: 60_000,
+  token: 't1',
+  ...over,
+})
+
+const API_KEY: ApiKeyRecord = {
+  id: 'aaaaaaaaaaaa',
+  name: 'ci',
+  secretHash: Buffer.alloc(32, 7),
+  createdAt: new Date('2026-01-01T00:00:00Z'),
+  expiresAt: new Date('2027-01-01T00:00:00Z'),
+  revokedAt: null,
+}
+
+/** A pet made by a create of `k1` that completes its claim of `key` under `token`. */
+const createCompleting = (store: Store, key: string, token: string, name = key) =>
+  store.createPet({ name, categoryId: 1n }, { apiKeyId: 'k1', key, token })
 
 export function storeContract(adapter: string, open: OpenStore): void {
   describe(`${adapter} store`, () => {
@@ -98,165 +127,83 @@ export function storeContract(adapter: string, open: OpenStore): void {
           ...(status ? { status } : {}),
         })
       }
-      const page = await store.listPets({ afterId: 2n, status: null, limit: 3 })
-      assert.deepEqual(
-        page.map((p) => p.id),
-        [3n, 4n, 5n],
-      )
+      const ids = async (query: PetPageQuery) => (await store.listPets(query)).map((p) => p.id)
+      assert.deepEqual(await ids({ afterId: 2n, status: null, limit: 3 }), [3n, 4n, 5n])
       const pending = await store.listPets({ afterId: null, status: 'pending', limit: 10 })
-      assert.deepEqual(
-        pending.map((p) => [p.id, p.status]),
-        [
-          [2n, 'pending'],
-          [5n, 'pending'],
-          [8n, 'pending'],
-        ],
-      )
-      const after = await store.listPets({ afterId: 5n, status: 'pending', limit: 10 })
-      assert.deepEqual(
-        after.map((p) => p.id),
-        [8n],
-      )
+      const seen = pending.map((p) => [p.id, p.status])
+      assert.deepEqual(seen, [
+        [2n, 'pending'],
+        [5n, 'pending'],
+        [8n, 'pending'],
+      ])
+      assert.deepEqual(await ids({ afterId: 5n, status: 'pending', limit: 10 }), [8n])
       assert.deepEqual(await store.listPets({ afterId: 9n, status: null, limit: 10 }), [])
     })
 
     test('idempotency claims: claimed, in progress, mismatch, completed', async (t) => {
       const store = await open(t)
-      const now = new Date('2026-03-01T00:00:00Z')
-      const req: IdempotencyClaimRequest = {
-        apiKeyId: 'k1',
-        key: 'abc',
-        requestHash: 'h1',
-        now,
-        retentionMs: 24 * HOUR,
-        leaseMs: 60_000,
-        token: 't1',
-      }
-      assert.deepEqual(await store.claimIdempotencyKey(req), { outcome: 'claimed' })
-      assert.deepEqual(await store.claimIdempotencyKey(req), { outcome: 'in_progress' })
-      assert.deepEqual(await store.claimIdempotencyKey({ ...req, requestHash: 'h2' }), {
-        outcome: 'mismatch',
-      })
+      const req = claimRequest()
+      assert.deepEqual(await store.claimIdempotencyKey(req), CLAIMED)
+      assert.deepEqual(await store.claimIdempotencyKey(req), IN_PROGRESS)
+      const otherRequest = { ...req, requestHash: 'h2' }
+      assert.deepEqual(await store.claimIdempotencyKey(otherRequest), { outcome: 'mismatch' })
       // Scoped to the API key: another key may use the same Idempotency-Key.
-      assert.deepEqual(await store.claimIdempotencyKey({ ...req, apiKeyId: 'k2' }), {
-        outcome: 'claimed',
-      })
-      const pet = await store.createPet(
-        { name: 'x', categoryId: 1n },
-        { apiKeyId: 'k1', key: 'abc', token: 't1' },
-      )
-      assert.deepEqual(await store.claimIdempotencyKey(req), {
-        outcome: 'completed',
-        petId: pet.id,
-      })
+      assert.deepEqual(await store.claimIdempotencyKey({ ...req, apiKeyId: 'k2' }), CLAIMED)
+      const pet = await createCompleting(store, 'abc', 't1', 'x')
+      const completed = { outcome: 'completed', petId: pet.id }
+      assert.deepEqual(await store.claimIdempotencyKey(req), completed)
       // Within 24 hours it is replayed; after, the key is free again.
-      const later = new Date(now.getTime() + 24 * HOUR - 1)
-      assert.deepEqual(await store.claimIdempotencyKey({ ...req, now: later }), {
-        outcome: 'completed',
-        petId: pet.id,
-      })
-      const expired = new Date(now.getTime() + 24 * HOUR)
-      assert.deepEqual(
-        await store.claimIdempotencyKey({ ...req, now: expired, requestHash: 'h3' }),
-        {
-          outcome: 'claimed',
-        },
-      )
+      const later = new Date(NOW.getTime() + 24 * HOUR - 1)
+      assert.deepEqual(await store.claimIdempotencyKey({ ...req, now: later }), completed)
+      const expired = new Date(NOW.getTime() + 24 * HOUR)
+      const afterRetention = { ...req, now: expired, requestHash: 'h3' }
+      assert.deepEqual(await store.claimIdempotencyKey(afterRetention), CLAIMED)
     })
 
     test('a claim whose lease ran out can be taken over; a released claim is free', async (t) => {
       const store = await open(t)
-      const now = new Date('2026-03-01T00:00:00Z')
-      const req: IdempotencyClaimRequest = {
-        apiKeyId: 'k1',
-        key: 'abc',
-        requestHash: 'h1',
-        now,
-        retentionMs: 24 * HOUR,
-        leaseMs: 60_000,
-        token: 't1',
-      }
-      assert.deepEqual(await store.claimIdempotencyKey(req), { outcome: 'claimed' })
-      const afterLease = new Date(now.getTime() + 60_000)
-      assert.deepEqual(await store.claimIdempotencyKey({ ...req, now: afterLease, token: 't2' }), {
-        outcome: 'claimed',
-      })
+      const req = claimRequest()
+      assert.deepEqual(await store.claimIdempotencyKey(req), CLAIMED)
+      const afterLease = new Date(NOW.getTime() + 60_000)
+      const takeOver = (token: string) =>
+        store.claimIdempotencyKey({ ...req, now: afterLease, token })
+      assert.deepEqual(await takeOver('t2'), CLAIMED)
       // The first claim's token no longer frees the key; the second's does.
       await store.releaseIdempotencyKey({ apiKeyId: 'k1', key: 'abc', token: 't1' })
-      assert.deepEqual(await store.claimIdempotencyKey({ ...req, now: afterLease, token: 't3' }), {
-        outcome: 'in_progress',
-      })
+      assert.deepEqual(await takeOver('t3'), IN_PROGRESS)
       await store.releaseIdempotencyKey({ apiKeyId: 'k1', key: 'abc', token: 't2' })
-      assert.deepEqual(await store.claimIdempotencyKey({ ...req, requestHash: 'other' }), {
-        outcome: 'claimed',
-      })
+      assert.deepEqual(await store.claimIdempotencyKey({ ...req, requestHash: 'other' }), CLAIMED)
     })
 
     test('releasing never removes a completed record; purge removes old ones', async (t) => {
       const store = await open(t)
-      const now = new Date('2026-03-01T00:00:00Z')
-      const req: IdempotencyClaimRequest = {
-        apiKeyId: 'k1',
-        key: 'done',
-        requestHash: 'h1',
-        now,
-        retentionMs: 24 * HOUR,
-        leaseMs: 60_000,
-        token: 't1',
-      }
+      const req = claimRequest({ key: 'done' })
       await store.claimIdempotencyKey(req)
-      const pet = await store.createPet(
-        { name: 'x', categoryId: 1n },
-        { apiKeyId: 'k1', key: 'done', token: 't1' },
-      )
+      const pet = await createCompleting(store, 'done', 't1', 'x')
       await store.releaseIdempotencyKey({ apiKeyId: 'k1', key: 'done', token: 't1' })
-      assert.deepEqual(await store.claimIdempotencyKey(req), {
-        outcome: 'completed',
-        petId: pet.id,
-      })
-      await store.claimIdempotencyKey({ ...req, key: 'newer', now: new Date(now.getTime() + HOUR) })
-      assert.equal(await store.deleteIdempotencyKeysBefore(new Date(now.getTime() + 1)), 1)
-      assert.equal(await store.deleteIdempotencyKeysBefore(new Date(now.getTime() + 1)), 0)
-      assert.deepEqual(await store.claimIdempotencyKey({ ...req, requestHash: 'h9' }), {
-        outcome: 'claimed',
-      })
+      const completed = { outcome: 'completed', petId: pet.id }
+      assert.deepEqual(await store.claimIdempotencyKey(req), completed)
+      await store.claimIdempotencyKey({ ...req, key: 'newer', now: new Date(NOW.getTime() + HOUR) })
+      assert.equal(await store.deleteIdempotencyKeysBefore(new Date(NOW.getTime() + 1)), 1)
+      assert.equal(await store.deleteIdempotencyKeysBefore(new Date(NOW.getTime() + 1)), 0)
+      assert.deepEqual(await store.claimIdempotencyKey({ ...req, requestHash: 'h9' }), CLAIMED)
     })
 
     test('a create whose claim was released or taken over adds nothing; the rest of its batch is stored', async (t) => {
       const store = await open(t)
-      const now = new Date('2026-03-01T00:00:00Z')
-      const claim = (key: string, token: string, at = now) =>
-        store.claimIdempotencyKey({
-          apiKeyId: 'k1',
-          key,
-          requestHash: 'h1',
-          now: at,
-          retentionMs: 24 * HOUR,
-          leaseMs: 60_000,
-          token,
-        })
+      const claim = (key: string, token: string, now = NOW) =>
+        store.claimIdempotencyKey(claimRequest({ key, token, now }))
       await claim('released', 'r1')
       await store.releaseIdempotencyKey({ apiKeyId: 'k1', key: 'released', token: 'r1' })
       await claim('taken-over', 'o1')
-      assert.deepEqual(await claim('taken-over', 'o2', new Date(now.getTime() + 60_000)), {
-        outcome: 'claimed',
-      })
+      assert.deepEqual(await claim('taken-over', 'o2', new Date(NOW.getTime() + 60_000)), CLAIMED)
       await claim('held', 'h1')
       // Submitted together: one batch, one transaction.
       const settled = await Promise.allSettled([
         store.createPet({ name: 'plain', categoryId: 1n }),
-        store.createPet(
-          { name: 'released', categoryId: 1n },
-          { apiKeyId: 'k1', key: 'released', token: 'r1' },
-        ),
-        store.createPet(
-          { name: 'stale', categoryId: 1n },
-          { apiKeyId: 'k1', key: 'taken-over', token: 'o1' },
-        ),
-        store.createPet(
-          { name: 'held', categoryId: 1n },
-          { apiKeyId: 'k1', key: 'held', token: 'h1' },
-        ),
+        createCompleting(store, 'released', 'r1'),
+        createCompleting(store, 'taken-over', 'o1', 'stale'),
+        createCompleting(store, 'held', 'h1'),
       ])
       assert.deepEqual(
         settled.map((s) => (s.status === 'fulfilled' ? s.value.name : (s.reason as Error).name)),
@@ -267,58 +214,53 @@ export function storeContract(adapter: string, open: OpenStore): void {
       )
       assert.deepEqual(names, ['plain', 'held'])
       // The claim taken over is still the new holder's, in progress; the released key is free.
-      assert.deepEqual(await claim('taken-over', 'o3', new Date(now.getTime() + 60_001)), {
-        outcome: 'in_progress',
-      })
-      assert.deepEqual(await claim('released', 'r2'), { outcome: 'claimed' })
+      const laterStill = new Date(NOW.getTime() + 60_001)
+      assert.deepEqual(await claim('taken-over', 'o3', laterStill), IN_PROGRESS)
+      assert.deepEqual(await claim('released', 'r2'), CLAIMED)
       const held = settled[3] as PromiseFulfilledResult<Pet>
       assert.deepEqual(await claim('held', 'h2'), { outcome: 'completed', petId: held.value.id })
     })
 
     test('idempotency records per API key are capped: the oldest completed go, none in progress', async (t) => {
       const store = await open(t, { idempotencyKeysPerApiKey: 3 })
-      const start = new Date('2026-03-01T00:00:00Z').getTime()
       let second = 0
-      const claim = (apiKeyId: string, key: string, requestHash = 'h1') =>
-        store.claimIdempotencyKey({
-          apiKeyId,
-          key,
-          requestHash,
-          now: new Date(start + 1000 * second++),
-          retentionMs: 24 * HOUR,
-          leaseMs: HOUR,
-          token: `${apiKeyId}/${key}`,
-        })
+      const claim = (apiKeyId: string, key: string, requestHash = 'h1') => {
+        const now = new Date(NOW.getTime() + 1000 * second++)
+        const token = `${apiKeyId}/${key}`
+        return store.claimIdempotencyKey(
+          claimRequest({ apiKeyId, key, requestHash, now, leaseMs: HOUR, token }),
+        )
+      }
       const complete = (apiKeyId: string, key: string) =>
         store.createPet(
           { name: key, categoryId: 1n },
           { apiKeyId, key, token: `${apiKeyId}/${key}` },
         )
 
-      assert.deepEqual(await claim('k2', 'other'), { outcome: 'claimed' })
+      assert.deepEqual(await claim('k2', 'other'), CLAIMED)
       const other = await complete('k2', 'other')
-      assert.deepEqual(await claim('k1', 'a'), { outcome: 'claimed' })
+      assert.deepEqual(await claim('k1', 'a'), CLAIMED)
       await complete('k1', 'a')
-      assert.deepEqual(await claim('k1', 'slow'), { outcome: 'claimed' })
-      assert.deepEqual(await claim('k1', 'c'), { outcome: 'claimed' })
+      assert.deepEqual(await claim('k1', 'slow'), CLAIMED)
+      assert.deepEqual(await claim('k1', 'c'), CLAIMED)
       const c = await complete('k1', 'c')
       // The fourth record of k1: its oldest completed one, `a`, goes; `slow` is in progress.
-      assert.deepEqual(await claim('k1', 'd'), { outcome: 'claimed' })
+      assert.deepEqual(await claim('k1', 'd'), CLAIMED)
       const d = await complete('k1', 'd')
-      assert.deepEqual(await claim('k1', 'slow'), { outcome: 'in_progress' })
+      assert.deepEqual(await claim('k1', 'slow'), IN_PROGRESS)
       assert.deepEqual(await claim('k1', 'c'), { outcome: 'completed', petId: c.id })
       assert.deepEqual(await claim('k1', 'd'), { outcome: 'completed', petId: d.id })
       // `a` is forgotten: another body is a new claim, not a mismatch. That claim pushes out `c`,
       // and the next one `d`, the last completed record.
-      assert.deepEqual(await claim('k1', 'a', 'h2'), { outcome: 'claimed' })
-      assert.deepEqual(await claim('k1', 'c', 'h2'), { outcome: 'claimed' })
+      assert.deepEqual(await claim('k1', 'a', 'h2'), CLAIMED)
+      assert.deepEqual(await claim('k1', 'c', 'h2'), CLAIMED)
       // Nothing completed is left to drop: every record in progress stays, even past the cap.
-      assert.deepEqual(await claim('k1', 'e'), { outcome: 'claimed' })
-      assert.deepEqual(await claim('k1', 'slow'), { outcome: 'in_progress' })
-      assert.deepEqual(await claim('k1', 'a', 'h2'), { outcome: 'in_progress' })
-      assert.deepEqual(await claim('k1', 'c', 'h2'), { outcome: 'in_progress' })
-      assert.deepEqual(await claim('k1', 'e'), { outcome: 'in_progress' })
-      assert.deepEqual(await claim('k1', 'd', 'h2'), { outcome: 'claimed' })
+      assert.deepEqual(await claim('k1', 'e'), CLAIMED)
+      assert.deepEqual(await claim('k1', 'slow'), IN_PROGRESS)
+      assert.deepEqual(await claim('k1', 'a', 'h2'), IN_PROGRESS)
+      assert.deepEqual(await claim('k1', 'c', 'h2'), IN_PROGRESS)
+      assert.deepEqual(await claim('k1', 'e'), IN_PROGRESS)
+      assert.deepEqual(await claim('k1', 'd', 'h2'), CLAIMED)
       // Another API key's records are its own.
       assert.deepEqual(await claim('k2', 'other'), { outcome: 'completed', petId: other.id })
     })
@@ -326,14 +268,7 @@ export function storeContract(adapter: string, open: OpenStore): void {
     test('API keys: insert, find, list, revoke once, count', async (t) => {
       const store = await open(t)
       assert.equal(await store.countApiKeys(), 0)
-      const key: ApiKeyRecord = {
-        id: 'aaaaaaaaaaaa',
-        name: 'ci',
-        secretHash: Buffer.alloc(32, 7),
-        createdAt: new Date('2026-01-01T00:00:00Z'),
-        expiresAt: new Date('2027-01-01T00:00:00Z'),
-        revokedAt: null,
-      }
+      const key = API_KEY
       const other: ApiKeyRecord = { ...key, id: 'bbbbbbbbbbbb', name: 'ops', expiresAt: null }
       await store.insertApiKey(key)
       await store.insertApiKey(other)
@@ -351,24 +286,15 @@ export function storeContract(adapter: string, open: OpenStore): void {
     test('dataVersion: pets moves with every change to pets, keys with every change to API keys; reads move neither', async (t) => {
       const store = await open(t)
       const version = async () => await store.dataVersion()
-      const key: ApiKeyRecord = {
-        id: 'aaaaaaaaaaaa',
-        name: 'ci',
-        secretHash: Buffer.alloc(32, 7),
-        createdAt: new Date('2026-01-01T00:00:00Z'),
-        expiresAt: null,
-        revokedAt: null,
-      }
+      const key = { ...API_KEY, expiresAt: null }
       const changes: [keyof DataVersion, () => Promise<unknown>][] = [
         ['pets', () => store.createPet({ name: 'a', categoryId: 1n })],
         ['pets', () => store.insertPets([{ name: 'b', categoryId: 2n }])],
         ['keys', () => store.insertApiKey(key)],
         ['keys', () => store.revokeApiKey(key.id, new Date('2026-02-01T00:00:00Z'))],
       ]
-      const seen = { pets: [] as number[], keys: [] as number[] }
       let before = await version()
-      seen.pets.push(before.pets)
-      seen.keys.push(before.keys)
+      const seen = { pets: [before.pets], keys: [before.keys] }
       for (const [part, change] of changes) {
         await change()
         const after = await version()

@@ -14,10 +14,7 @@ import { postgresMigrations } from './migrations.js'
 import { beginBounded, newPool, type PostgresOptions } from './pool.js'
 import { unavailability } from './unavailability.js'
 
-/**
- * Kysely's own lock id, so that instances of a release taking the session lock and instances of
- * this one still exclude each other while both run.
- */
+/** Kysely's own lock id, which older releases take as a session lock: each waits for the other. */
 const MIGRATION_LOCK = '3853314791062309107'
 
 /**
@@ -26,29 +23,27 @@ const MIGRATION_LOCK = '3853314791062309107'
  * transaction mode a session's lock stays on a server connection that other clients then use,
  * and its release may reach another one.
  */
-class MigrationDialect extends PostgresDialect {
-  constructor(
-    private readonly pool: pg.Pool,
-    private readonly timeoutMs: number,
-  ) {
-    super({ pool })
+function migrationDialect(pool: pg.Pool, timeoutMs: number): PostgresDialect {
+  const begin = CompiledQuery.raw(
+    `${beginBounded(timeoutMs)}; SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`,
+  )
+  class Driver extends PostgresDriver {
+    override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+      await connection.executeQuery(begin)
+    }
   }
-
-  override createDriver(): PostgresDriver {
-    const begin = `${beginBounded(this.timeoutMs)}; SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`
-    return new (class extends PostgresDriver {
-      override async beginTransaction(connection: DatabaseConnection): Promise<void> {
-        await connection.executeQuery(CompiledQuery.raw(begin))
-      }
-    })({ pool: this.pool })
+  class Adapter extends PostgresAdapter {
+    override async acquireMigrationLock(): Promise<void> {}
+    override async releaseMigrationLock(): Promise<void> {}
   }
-
-  override createAdapter(): PostgresAdapter {
-    return new (class extends PostgresAdapter {
-      override async acquireMigrationLock(): Promise<void> {}
-      override async releaseMigrationLock(): Promise<void> {}
-    })()
-  }
+  return new (class extends PostgresDialect {
+    override createDriver(): PostgresDriver {
+      return new Driver({ pool })
+    }
+    override createAdapter(): PostgresAdapter {
+      return new Adapter()
+    }
+  })({ pool })
 }
 
 /** The server named by `url`, as an operator would look for it. */
@@ -62,8 +57,7 @@ const MISSING_DATABASE = /^database "(.+)" does not exist$/
 
 /**
  * The failure to make the first connection of a start, worded for the operator: no answer at all,
- * a refusal, or a database that is not there. An error that is none of these (a bug) is returned
- * as it was.
+ * a refusal, or a database that is not there. Any other error (a bug) is returned as it was.
  */
 function startFailure(url: string, err: unknown): unknown {
   const server = serverOf(url)
@@ -113,36 +107,28 @@ export async function preparePostgres(
 ): Promise<{ migrated: string[]; pooled: boolean }> {
   // Kysely ends the pool it was given when destroyed: the migration gets its own.
   const pool = newPool(opts, 1)
-  const db = new Kysely<unknown>({ dialect: new MigrationDialect(pool, opts.timeoutMs) })
+  const db = new Kysely<unknown>({ dialect: migrationDialect(pool, opts.timeoutMs) })
   try {
     const { schema, pooled } = await probe(pool, opts.url)
     // Kysely looks for its own tables in every schema unless told which one: naming the
     // connection's schema keeps databases with several schemas (per tenant or test) apart.
-    const migrator = new Migrator({
+    const { error, results = [] } = await new Migrator({
       db,
       provider: { getMigrations: async () => postgresMigrations },
       migrationTableSchema: schema,
-    })
-    const result = await migrator.migrateToLatest()
+    }).migrateToLatest()
     // Only a refusal to write is reworded here: Kysely's own errors (a missing migration) are
     // plain Errors, which unavailability cannot tell from a lost connection.
-    if (unavailability(result.error) === 'read-only') {
+    if (unavailability(error) === 'read-only') {
       throw new Error(
-        `${serverOf(opts.url)} is read-only: its schema cannot be migrated (${(result.error as Error).message})`,
-        { cause: result.error },
+        `${serverOf(opts.url)} is read-only: its schema cannot be migrated (${(error as Error).message})`,
+        { cause: error },
       )
     }
-    if (result.error) throw result.error
-    const migrated = (result.results ?? [])
-      .filter((r) => r.status === 'Success')
-      .map((r) => r.migrationName)
+    if (error) throw error
+    const migrated = results.filter((r) => r.status === 'Success').map((r) => r.migrationName)
     return { migrated, pooled }
   } finally {
     await db.destroy()
   }
-}
-
-/** Applies the pending migrations and returns their names. */
-export async function migratePostgres(opts: PostgresOptions): Promise<string[]> {
-  return (await preparePostgres(opts)).migrated
 }

@@ -17,7 +17,8 @@ export interface PostgresOptions {
   idempotencyKeysPerApiKey?: number
 }
 
-const INT8_OID = 20
+const INT8_AS_BIGINT = new pg.TypeOverrides()
+INT8_AS_BIGINT.setTypeParser(pg.types.builtins.INT8, BigInt)
 
 /**
  * A pool of `max` connections, reading int8 as bigint. The only server-side bounds are set per
@@ -37,10 +38,7 @@ export function newPool(
     query_timeout: opts.timeoutMs,
     idleTimeoutMillis: 30_000,
     keepAlive: true,
-    types: {
-      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-        oid === INT8_OID ? BigInt : pg.types.getTypeParser(oid, format)) as never,
-    },
+    types: INT8_AS_BIGINT,
   })
   // A lost connection emits an error, which ends the process unless someone listens: the pool
   // listens (and reports here) while a client is idle, the client's own listener while it is out.
@@ -120,9 +118,8 @@ export class Statements {
       return result
     } catch (err) {
       // Closed, not reused, as pool.query does: a connection that refused a write (a primary
-      // demoted behind a proxy) would refuse every later one too. Closing ends its transaction on
-      // the server, with no ROLLBACK to wait for, which a server that stopped answering would make
-      // take another timeout.
+      // demoted behind a proxy) would refuse every later one too. Closing ends its transaction
+      // with no ROLLBACK, which a server that stopped answering would hold up for another timeout.
       client.release(true)
       throw unavailableIfCannotServe(err)
     }

@@ -16,9 +16,6 @@ import { claimIdempotencyKey } from './idempotency.js'
 import { preparePostgres } from './migrate.js'
 import { newPool, type PostgresOptions, Statements, serverMilliseconds } from './pool.js'
 
-export { migratePostgres, preparePostgres } from './migrate.js'
-export type { PostgresOptions } from './pool.js'
-
 interface PetRow {
   id: bigint
   name: string
@@ -68,31 +65,22 @@ export class PostgresStore implements domain.Store {
 
   async listPets(query: domain.PetPageQuery, deadline?: Deadline): Promise<domain.Pet[]> {
     const { afterId, status, limit } = query
+    const after = afterId ?? FIRST_ID
     // Two statements rather than `status = $x OR $x IS NULL`, so each keeps its own index plan.
-    const { rows } =
+    const [name, text, values] =
       status === null
-        ? await this.db.query<PetRow>(
-            'list-pets',
-            `${SELECT_PET} WHERE id > $1 ORDER BY id LIMIT $2`,
-            [afterId ?? FIRST_ID, limit],
-            deadline,
-          )
-        : await this.db.query<PetRow>(
+        ? ['list-pets', `${SELECT_PET} WHERE id > $1 ORDER BY id LIMIT $2`, [after, limit]]
+        : [
             'list-pets-by-status',
             `${SELECT_PET} WHERE status = $1 AND id > $2 ORDER BY id LIMIT $3`,
-            [status, afterId ?? FIRST_ID, limit],
-            deadline,
-          )
-    return rows.map(toPet)
+            [status, after, limit],
+          ]
+    return (await this.db.query<PetRow>(name, text, values, deadline)).rows.map(toPet)
   }
 
   async getPet(id: bigint, deadline?: Deadline): Promise<domain.Pet | null> {
-    const { rows } = await this.db.query<PetRow>(
-      'get-pet',
-      `${SELECT_PET} WHERE id = $1`,
-      [id],
-      deadline,
-    )
+    const text = `${SELECT_PET} WHERE id = $1`
+    const { rows } = await this.db.query<PetRow>('get-pet', text, [id], deadline)
     return rows[0] ? toPet(rows[0]) : null
   }
 
@@ -149,13 +137,10 @@ export class PostgresStore implements domain.Store {
 
   /** Waits for the commit of a create that holds the claim's lock (insert_pets locks it first). */
   async releaseIdempotencyKey(ref: domain.IdempotencyClaimRef, deadline?: Deadline): Promise<void> {
-    await this.db.query(
-      'release-idempotency-claim',
-      `DELETE FROM idempotency_keys
-       WHERE api_key_id = $1 AND idempotency_key = $2 AND pet_id IS NULL AND claim_token = $3`,
-      [ref.apiKeyId, ref.key, ref.token],
-      deadline,
-    )
+    const text = `DELETE FROM idempotency_keys
+       WHERE api_key_id = $1 AND idempotency_key = $2 AND pet_id IS NULL AND claim_token = $3`
+    const values = [ref.apiKeyId, ref.key, ref.token]
+    await this.db.query('release-idempotency-claim', text, values, deadline)
   }
 
   async deleteIdempotencyKeysBefore(cutoff: Date): Promise<number> {
@@ -164,12 +149,9 @@ export class PostgresStore implements domain.Store {
   }
 
   async insertApiKey(k: domain.ApiKeyRecord): Promise<void> {
-    await this.db.query(
-      'insert-api-key',
-      `INSERT INTO api_keys (id, name, secret_hash, created_at, expires_at, revoked_at)
-       VALUES ($1, $2, $3, $4, $5, $6)`,
-      [...apiKeyValues(k)],
-    )
+    const text = `INSERT INTO api_keys (id, name, secret_hash, created_at, expires_at, revoked_at)
+       VALUES ($1, $2, $3, $4, $5, $6)`
+    await this.db.query('insert-api-key', text, [...apiKeyValues(k)])
   }
 
   async findApiKey(id: string, deadline?: Deadline): Promise<domain.ApiKeyRecord | null> {

@@ -76,12 +76,8 @@ forStore('postgres', () => {
     // The old primary back, as the runbook does it: rewound from the new one, its synchronous
     // standby; a create then waits for it, and it holds every pet the new primary does.
     await servers.rejoinOldPrimary('standby2')
-    const after = await call(service.port, {
-      method: 'POST',
-      path: '/v1/pets',
-      key: KEY,
-      body: JSON.stringify({ name: 'after-rejoin', categoryId: 7 }),
-    })
+    const body = JSON.stringify({ name: 'after-rejoin', categoryId: 7 })
+    const after = await call(service.port, { method: 'POST', path: '/v1/pets', key: KEY, body })
     assert.equal(after.status, 201, after.body)
     const onNewPrimary = await storedPets(servers.standby.url)
     await until('the rewound old primary replays every pet', async () => {

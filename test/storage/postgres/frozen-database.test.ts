@@ -25,25 +25,19 @@ interface Call {
   body?: string
 }
 
-const json = { 'content-type': 'application/json' }
+const create = (what: string, name: string, headers = {}): Call => ({
+  what,
+  path: '/v1/pets',
+  method: 'POST',
+  headers: { 'content-type': 'application/json', ...headers },
+  body: JSON.stringify({ name, categoryId: 1 }),
+})
 const calls = (wave: string): Call[] => [
   { what: 'list', path: '/v1/pets' },
   { what: 'list by status, a page on', path: '/v1/pets?status=sold&limit=1&cursor=djE6MQ' },
   { what: 'get', path: '/v1/pets/1' },
-  {
-    what: 'create',
-    path: '/v1/pets',
-    method: 'POST',
-    headers: json,
-    body: JSON.stringify({ name: `plain-${wave}`, categoryId: 1 }),
-  },
-  {
-    what: 'create with an Idempotency-Key',
-    path: '/v1/pets',
-    method: 'POST',
-    headers: { ...json, 'idempotency-key': `keyed-${wave}` },
-    body: JSON.stringify({ name: `keyed-${wave}`, categoryId: 1 }),
-  },
+  create('create', `plain-${wave}`),
+  create('create with an Idempotency-Key', `keyed-${wave}`, { 'idempotency-key': `keyed-${wave}` }),
   { what: 'readiness', path: '/readyz' },
 ]
 

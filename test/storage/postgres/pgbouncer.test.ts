@@ -9,16 +9,17 @@ import { type TestContext, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import pg from 'pg'
+import { preparePostgres } from '../../../src/storage/postgres/migrate.js'
 import { PET_INSERT_LOCK } from '../../../src/storage/postgres/migrations.js'
-import { openPostgresStore, preparePostgres } from '../../../src/storage/postgres/postgres-store.js'
+import { openPostgresStore } from '../../../src/storage/postgres/postgres-store.js'
 import { call, listAllPets, type Pet, type Reply } from '../../support/api.js'
-import { DB_UNREACHABLE } from '../../support/errors.js'
 import { type OwnPgBouncer, startPgBouncer } from '../../support/pgbouncer.js'
 import { adminQuery, freshPostgresDatabase, POSTGRES_ADMIN_URL } from '../../support/postgres.js'
 import { baseEnv, type StartedService, spawnService, startService } from '../../support/process.js'
 import { forStore } from '../../support/stores.js'
 import { until } from '../../support/wait.js'
 import { storeContract } from '../store-contract.js'
+import { assertUnavailableReply as assertUnavailable, MIGRATIONS } from './expected.js'
 
 const MAIN = fileURLToPath(new URL('../../../dist/main.js', import.meta.url))
 const run = promisify(execFile)
@@ -39,6 +40,15 @@ async function advisoryLocks(database: string): Promise<number> {
   return rows[0]!.n
 }
 
+/** A session of the test's own on the database itself, not through PgBouncer. */
+async function directClient(t: TestContext, url: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url })
+  client.on('error', () => undefined)
+  await client.connect()
+  t.after(() => client.end())
+  return client
+}
+
 forStore('postgres', () => {
   // Two server connections for four pooled clients: each transaction lands on either.
   storeContract('postgres through PgBouncer', async (t, opts) => {
@@ -52,20 +62,9 @@ forStore('postgres', () => {
   test('a pooler is told from a direct connection: statements are named only on a direct one', async (t) => {
     const bouncer = await startPgBouncer(t, { server: POSTGRES_ADMIN_URL })
     const db = await databaseThrough(t, bouncer)
-    assert.deepEqual(await preparePostgres({ url: db.direct, poolSize: 1, timeoutMs: 5000 }), {
-      migrated: [
-        '001-initial',
-        '002-data-version',
-        '003-insert-pets',
-        '004-insert-pets-lock-wait',
-        '005-idempotency-claim-token',
-      ],
-      pooled: false,
-    })
-    assert.deepEqual(await preparePostgres({ url: db.url, poolSize: 1, timeoutMs: 5000 }), {
-      migrated: [],
-      pooled: true,
-    })
+    const prepare = (url: string) => preparePostgres({ url, poolSize: 1, timeoutMs: 5000 })
+    assert.deepEqual(await prepare(db.direct), { migrated: MIGRATIONS, pooled: false })
+    assert.deepEqual(await prepare(db.url), { migrated: [], pooled: true })
   })
 
   test('stores starting together through PgBouncer apply each migration once and leave no lock held', async (t) => {
@@ -82,21 +81,10 @@ forStore('postgres', () => {
       [db.name],
     )
     assert.ok(rows[0]!.n <= 2, `${rows[0]!.n} server connections`)
-    const client = new pg.Client({ connectionString: db.direct })
-    await client.connect()
-    const applied = await client
-      .query('SELECT name FROM kysely_migration ORDER BY name')
-      .finally(() => client.end())
-    assert.deepEqual(
-      applied.rows.map((r) => r.name),
-      [
-        '001-initial',
-        '002-data-version',
-        '003-insert-pets',
-        '004-insert-pets-lock-wait',
-        '005-idempotency-claim-token',
-      ],
-    )
+    const client = await directClient(t, db.direct)
+    const applied = await client.query('SELECT name FROM kysely_migration ORDER BY name')
+    const names = applied.rows.map((r) => r.name)
+    assert.deepEqual(names, MIGRATIONS)
     // A session lock would stay behind on the server connection PgBouncer gave its statement to.
     assert.equal(await advisoryLocks(db.name), 0)
     // And the next start, on whichever server connection, is not kept waiting.
@@ -109,10 +97,7 @@ forStore('postgres', () => {
     const db = await databaseThrough(t, bouncer)
     await preparePostgres({ url: db.url, poolSize: 1, timeoutMs: 5000 })
     // Another instance migrating: Kysely's lock id, held on a direct connection.
-    const holder = new pg.Client({ connectionString: db.direct })
-    holder.on('error', () => undefined)
-    await holder.connect()
-    t.after(() => holder.end())
+    const holder = await directClient(t, db.direct)
     await holder.query('SELECT pg_advisory_lock(3853314791062309107)')
     const opening = openPostgresStore({ url: db.url, poolSize: 1, timeoutMs: 5000 })
     const waitingQueries = async () => {
@@ -165,19 +150,9 @@ forStore('postgres', () => {
     return key
   }
 
-  function post(
-    instance: StartedService,
-    key: string,
-    body: Omit<Pet, 'id'>,
-    headers: Record<string, string> = {},
-  ): Promise<Reply> {
-    return call(instance.port, {
-      method: 'POST',
-      path: '/v1/pets',
-      key,
-      body: JSON.stringify(body),
-      headers,
-    })
+  function post(instance: StartedService, key: string, body: Omit<Pet, 'id'>, headers = {}) {
+    const request = { method: 'POST', path: '/v1/pets', key, body: JSON.stringify(body), headers }
+    return call(instance.port, request)
   }
 
   /** A 201 with exactly the pet asked for; the pet. */
@@ -186,12 +161,6 @@ forStore('postgres', () => {
     const pet = JSON.parse(reply.body) as Pet
     assert.deepEqual(pet, { id: pet.id, ...body })
     return pet
-  }
-
-  function assertUnavailable(reply: Reply, what: string): void {
-    assert.equal(reply.status, 503, `${what}: ${reply.body}`)
-    assert.deepEqual(JSON.parse(reply.body), DB_UNREACHABLE, what)
-    assert.equal(reply.headers['retry-after'], '1', what)
   }
 
   /** Backends of `database` waiting for a lock. */
@@ -266,10 +235,8 @@ forStore('postgres', () => {
 
     // No request of any instance was answered 500 (an error is logged for each).
     for (const instance of instances) {
-      assert.deepEqual(
-        instance.logLines().filter((l) => l.level >= 50),
-        [],
-      )
+      const errors = instance.logLines().filter((l) => l.level >= 50)
+      assert.deepEqual(errors, [])
     }
   })
 
@@ -278,10 +245,7 @@ forStore('postgres', () => {
     const db = await databaseThrough(t, bouncer)
     const [a, b] = await Promise.all([0, 1].map(() => startService(t, { env: settings(db.url) })))
     const key = await createKey(db.url, 'timeouts')
-    const holder = new pg.Client({ connectionString: db.direct })
-    holder.on('error', () => undefined)
-    await holder.connect()
-    t.after(() => holder.end())
+    const holder = await directClient(t, db.direct)
 
     // The insert lock held: the create (one statement) waits, and the server ends the wait.
     await holder.query('SELECT pg_advisory_lock($1)', [PET_INSERT_LOCK])

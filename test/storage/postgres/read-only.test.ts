@@ -9,8 +9,8 @@ import { describe, type TestContext, test } from 'node:test'
 import type pg from 'pg'
 import { generateApiKey } from '../../../src/auth/api-keys.js'
 import { StorageUnavailableError } from '../../../src/storage/errors.js'
+import { preparePostgres } from '../../../src/storage/postgres/migrate.js'
 import {
-  migratePostgres,
   openPostgresStore,
   type PostgresStore,
 } from '../../../src/storage/postgres/postgres-store.js'
@@ -25,8 +25,10 @@ import {
 import { forStore } from '../../support/stores.js'
 import { until } from '../../support/wait.js'
 import { JSON_LOGS_NO_LIMIT, workspace } from '../../support/workspace.js'
+import { assertUnavailableReply } from './expected.js'
 
 const KEY = 'read-only-test-key-0123456789'
+const FIRST_PAGE = { afterId: null, status: null, limit: 10 }
 
 /** New sessions of `database` are read-only (on) or not; open sessions keep what they had. */
 async function setReadOnly(database: string, on: boolean): Promise<void> {
@@ -54,6 +56,17 @@ const outcome = (write: Promise<unknown>): Promise<string> =>
     (err: unknown) => (isReadOnly(err) ? 'read-only' : 'never'),
   )
 
+/** The `n`th claim of an Idempotency-Key under `apiKeyId`. */
+const claimRequest = (n: number, apiKeyId = 'key-id') => ({
+  apiKeyId,
+  key: `claim-${n}`,
+  requestHash: 'hash',
+  now: new Date(),
+  retentionMs: 60_000,
+  leaseMs: 10_000,
+  token: `token-${n}`,
+})
+
 /** Writes of each kind of path to the database: a statement alone, a transaction, group commit. */
 const WRITES: { what: string; write: (store: PostgresStore, n: number) => Promise<unknown> }[] = [
   {
@@ -62,16 +75,7 @@ const WRITES: { what: string; write: (store: PostgresStore, n: number) => Promis
   },
   {
     what: 'an idempotency claim (a transaction)',
-    write: (store, n) =>
-      store.claimIdempotencyKey({
-        apiKeyId: 'key-id',
-        key: `claim-${n}`,
-        requestHash: 'hash',
-        now: new Date(),
-        retentionMs: 60_000,
-        leaseMs: 10_000,
-        token: `token-${n}`,
-      }),
+    write: (store, n) => store.claimIdempotencyKey(claimRequest(n)),
   },
   {
     what: 'an API key (one statement)',
@@ -104,39 +108,25 @@ forStore('postgres', () => {
       const before = await store.createPet({ name: 'before', categoryId: 1n, status: 'sold' })
       const { record } = generateApiKey('existing', new Date(), null)
       await store.insertApiKey(record)
-      const claim = {
-        apiKeyId: record.id,
-        key: 'claim-1',
-        requestHash: 'hash-1',
-        now: new Date(),
-        retentionMs: 60_000,
-        leaseMs: 10_000,
-        token: 'token-1',
-      }
+      const claim = claimRequest(1, record.id)
       const version = await store.dataVersion()
 
       await setReadOnly(db.name, true)
       await endStoreSessions(db.name, store)
 
-      await assert.rejects(store.createPet({ name: 'refused', categoryId: 1n }), isReadOnly)
-      await assert.rejects(
-        store.createPet(
-          { name: 'refused', categoryId: 1n },
-          { apiKeyId: record.id, key: 'k', token: 't' },
-        ),
-        isReadOnly,
-      )
+      const refused = { name: 'refused', categoryId: 1n }
+      await assert.rejects(store.createPet(refused), isReadOnly)
+      const completing = { apiKeyId: record.id, key: 'k', token: 't' }
+      await assert.rejects(store.createPet(refused, completing), isReadOnly)
       await assert.rejects(store.insertPets([{ name: 'seeded', categoryId: 2n }]), isReadOnly)
       await assert.rejects(store.claimIdempotencyKey(claim), isReadOnly)
       await assert.rejects(store.releaseIdempotencyKey(claim), isReadOnly)
       await assert.rejects(store.deleteIdempotencyKeysBefore(new Date()), isReadOnly)
-      await assert.rejects(
-        store.insertApiKey(generateApiKey('new', new Date(), null).record),
-        isReadOnly,
-      )
+      const newKey = generateApiKey('new', new Date(), null).record
+      await assert.rejects(store.insertApiKey(newKey), isReadOnly)
       await assert.rejects(store.revokeApiKey(record.id, new Date()), isReadOnly)
 
-      assert.deepEqual(await store.listPets({ afterId: null, status: null, limit: 10 }), [before])
+      assert.deepEqual(await store.listPets(FIRST_PAGE), [before])
       assert.deepEqual(await store.getPet(before.id), before)
       assert.deepEqual(await store.findApiKey(record.id), record)
       assert.deepEqual(await store.listApiKeys(), [record])
@@ -149,10 +139,8 @@ forStore('postgres', () => {
       assert.deepEqual(await store.claimIdempotencyKey(claim), { outcome: 'claimed' })
       const after = await store.createPet({ name: 'after', categoryId: 1n }, claim)
       assert.equal(await store.revokeApiKey(record.id, new Date()), true)
-      assert.deepEqual(
-        (await store.listPets({ afterId: null, status: null, limit: 10 })).map((p) => p.name),
-        ['before', 'after'],
-      )
+      const names = (await store.listPets(FIRST_PAGE)).map((p) => p.name)
+      assert.deepEqual(names, ['before', 'after'])
       assert.deepEqual(await store.claimIdempotencyKey(claim), {
         outcome: 'completed',
         petId: after.id,
@@ -183,16 +171,7 @@ forStore('postgres', () => {
         await setReadOnly(db.name, false)
         const outcomes: string[] = []
         for (let n = 10; n < 18; n++) outcomes.push(await outcome(write(store, n)))
-        assert.deepEqual(outcomes, [
-          'read-only',
-          'read-only',
-          'read-only',
-          'written',
-          'written',
-          'written',
-          'written',
-          'written',
-        ])
+        assert.deepEqual(outcomes, [...Array(3).fill('read-only'), ...Array(5).fill('written')])
         assert.equal(connections(store), 1)
       })
     }
@@ -210,12 +189,8 @@ forStore('postgres', () => {
     }
   }
 
-  function assertRefused(reply: Reply, what: string, body = READ_ONLY): void {
-    assert.equal(reply.status, 503, `${what}: ${reply.body}`)
-    assert.deepEqual(JSON.parse(reply.body), body, what)
-    assert.equal(reply.headers['retry-after'], '1', what)
-    assert.equal(reply.headers['content-type'], 'application/json; charset=utf-8', what)
-  }
+  const assertRefused = (reply: Reply, what: string) =>
+    assertUnavailableReply(reply, what, READ_ONLY)
 
   const create = (port: number, name: string, headers: Record<string, string> = {}) =>
     call(port, {
@@ -283,10 +258,8 @@ forStore('postgres', () => {
       // Each refusal logged as a warning; nothing as an error.
       const lines = service.logLines()
       assert.ok(lines.some((l) => l.level === 40 && l.msg === 'storage unavailable'))
-      assert.deepEqual(
-        lines.filter((l) => l.level >= 50),
-        [],
-      )
+      const errors = lines.filter((l) => l.level >= 50)
+      assert.deepEqual(errors, [])
     })
 
     test('turned read-only with its sessions left open: they go on writing; once ended, creates are refused; after a reset the kept read-only ones are replaced', async (t) => {
@@ -314,15 +287,13 @@ forStore('postgres', () => {
       assert.equal(service.child.exitCode, null, 'the service is still the one started')
 
       await assertAcknowledgedStored(service, KEY, db.url, createdPets(load.outcomes))
-      assert.deepEqual(
-        service.logLines().filter((l) => l.level >= 50),
-        [],
-      )
+      const errors = service.logLines().filter((l) => l.level >= 50)
+      assert.deepEqual(errors, [])
     })
 
     test('started on a read-only database: reads answer, creates are refused, API keys cannot be made', async (t) => {
       const db = await freshPostgresDatabase(t)
-      await migratePostgres({ url: db.url, poolSize: 1, timeoutMs: 2000 })
+      await preparePostgres({ url: db.url, poolSize: 1, timeoutMs: 2000 })
       await setReadOnly(db.name, true)
       const harness = workspace(t, JSON_LOGS_NO_LIMIT)
 

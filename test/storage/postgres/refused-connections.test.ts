@@ -11,7 +11,7 @@ import {
   openPostgresStore,
   type PostgresStore,
 } from '../../../src/storage/postgres/postgres-store.js'
-import { call, type Reply, startCreateLoad } from '../../support/api.js'
+import { call, startCreateLoad } from '../../support/api.js'
 import { DB_UNREACHABLE, NOT_READY } from '../../support/errors.js'
 import {
   adminQuery,
@@ -23,8 +23,10 @@ import { spawnService } from '../../support/process.js'
 import { forStore } from '../../support/stores.js'
 import { until } from '../../support/wait.js'
 import { JSON_LOGS_NO_LIMIT, workspace } from '../../support/workspace.js'
+import { assertUnavailableReply } from './expected.js'
 
 const KEY = 'refused-connections-key-0123456789'
+const FIRST_PAGE = { afterId: null, status: null, limit: 5 }
 
 function isUnavailable(err: unknown): boolean {
   assert.ok(err instanceof StorageUnavailableError, String(err))
@@ -35,7 +37,7 @@ function isUnavailable(err: unknown): boolean {
 
 /** The store's operations that take a connection: a query, a transaction, readiness. */
 async function assertStoreUnavailable(store: PostgresStore): Promise<void> {
-  await assert.rejects(store.listPets({ afterId: null, status: null, limit: 5 }), isUnavailable)
+  await assert.rejects(store.listPets(FIRST_PAGE), isUnavailable)
   await assert.rejects(store.createPet({ name: 'refused', categoryId: 1n }), isUnavailable)
   await assert.rejects(store.ping(), isUnavailable)
 }
@@ -60,23 +62,23 @@ forStore('postgres', () => {
 
     const faults: {
       sqlState: string
-      refuse: (db: string, role: string) => Promise<void>
-      undo: (db: string, role: string) => Promise<void>
+      refuse: (db: string, role: string) => Promise<unknown>
+      undo: (db: string, role: string) => Promise<unknown>
     }[] = [
       {
         sqlState: '55000 (the database does not accept connections)',
-        refuse: (db) => adminQuery(`ALTER DATABASE ${db} ALLOW_CONNECTIONS false`).then(() => {}),
-        undo: (db) => adminQuery(`ALTER DATABASE ${db} ALLOW_CONNECTIONS true`).then(() => {}),
+        refuse: (db) => adminQuery(`ALTER DATABASE ${db} ALLOW_CONNECTIONS false`),
+        undo: (db) => adminQuery(`ALTER DATABASE ${db} ALLOW_CONNECTIONS true`),
       },
       {
         sqlState: '28000 (the role may not log in)',
-        refuse: (_, role) => adminQuery(`ALTER ROLE ${role} NOLOGIN`).then(() => {}),
-        undo: (_, role) => adminQuery(`ALTER ROLE ${role} LOGIN`).then(() => {}),
+        refuse: (_, role) => adminQuery(`ALTER ROLE ${role} NOLOGIN`),
+        undo: (_, role) => adminQuery(`ALTER ROLE ${role} LOGIN`),
       },
       {
         sqlState: '53300 (no connection left for the role)',
-        refuse: (_, role) => adminQuery(`ALTER ROLE ${role} CONNECTION LIMIT 0`).then(() => {}),
-        undo: (_, role) => adminQuery(`ALTER ROLE ${role} CONNECTION LIMIT -1`).then(() => {}),
+        refuse: (_, role) => adminQuery(`ALTER ROLE ${role} CONNECTION LIMIT 0`),
+        undo: (_, role) => adminQuery(`ALTER ROLE ${role} CONNECTION LIMIT -1`),
       },
     ]
     for (const fault of faults) {
@@ -90,10 +92,8 @@ forStore('postgres', () => {
           await fault.undo(db.name, role)
         }
         await store.ping()
-        assert.deepEqual(
-          (await store.listPets({ afterId: null, status: null, limit: 5 })).map((p) => p.name),
-          ['before'],
-        )
+        const names = (await store.listPets(FIRST_PAGE)).map((p) => p.name)
+        assert.deepEqual(names, ['before'])
       })
     }
 
@@ -106,7 +106,7 @@ forStore('postgres', () => {
       await assertStoreUnavailable(store)
       await adminQuery(`ALTER DATABASE ${away} RENAME TO ${db.name}`)
       await store.ping()
-      assert.equal((await store.listPets({ afterId: null, status: null, limit: 5 })).length, 1)
+      assert.equal((await store.listPets(FIRST_PAGE)).length, 1)
     })
 
     test('SQLSTATE 57P01 on an open connection (ended mid-transaction): unavailable', async (t) => {
@@ -123,13 +123,11 @@ forStore('postgres', () => {
         () => null,
         (err: unknown) => err,
       )
+      const holderPid = (holder as unknown as { processID: number }).processID
+      const waitingSql = `SELECT 1 FROM pg_stat_activity
+        WHERE datname = $1 AND wait_event_type = 'Lock' AND pid <> $2`
       const waiting = async () =>
-        (
-          await adminQuery(
-            "SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock' AND pid <> $2",
-            [db.name, (holder as unknown as { processID: number }).processID],
-          )
-        ).rowCount === 1
+        (await adminQuery(waitingSql, [db.name, holderPid])).rowCount === 1
       await until('the create waits for the insert lock', waiting)
       await adminQuery(
         `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
@@ -188,13 +186,6 @@ forStore('postgres', () => {
     })
   })
 
-  function assertUnavailableReply(reply: Reply, what: string): void {
-    assert.equal(reply.status, 503, `${what}: ${reply.body}`)
-    assert.deepEqual(JSON.parse(reply.body), DB_UNREACHABLE, what)
-    assert.equal(reply.headers['retry-after'], '1', what)
-    assert.equal(reply.headers['content-type'], 'application/json; charset=utf-8', what)
-  }
-
   test('service: a database that stops accepting connections and ends them answers 503 until allowed again, losing no acknowledged pet', async (t) => {
     const db = await freshPostgresDatabase(t)
     const harness = workspace(t, JSON_LOGS_NO_LIMIT)
@@ -207,20 +198,15 @@ forStore('postgres', () => {
     })
     const port = service.port
     const get = (path: string) => call(port, { path, key: KEY })
-    const keyed = {
-      method: 'POST',
-      path: '/v1/pets',
-      key: KEY,
-      body: JSON.stringify({ name: 'keyed', categoryId: 9, status: 'pending' }),
-      headers: { 'idempotency-key': 'refused-1' },
-    }
+    const create = (pet: object, headers = {}) =>
+      call(port, { method: 'POST', path: '/v1/pets', key: KEY, body: JSON.stringify(pet), headers })
+    const keyed = () =>
+      create(
+        { name: 'keyed', categoryId: 9, status: 'pending' },
+        { 'idempotency-key': 'refused-1' },
+      )
 
-    const first = await call(port, {
-      method: 'POST',
-      path: '/v1/pets',
-      key: KEY,
-      body: JSON.stringify({ name: 'first', categoryId: 1 }),
-    })
+    const first = await create({ name: 'first', categoryId: 1 })
     assert.equal(first.status, 201, first.body)
     const load = startCreateLoad(port, KEY, 3)
     t.after(() => load.stop())
@@ -236,7 +222,7 @@ forStore('postgres', () => {
     assert.equal((await get('/healthz')).status, 200)
     assertUnavailableReply(await get('/v1/pets'), 'listPets')
     assertUnavailableReply(await get('/v1/pets/1'), 'getPet')
-    assertUnavailableReply(await call(port, keyed), 'createPet with an Idempotency-Key')
+    assertUnavailableReply(await keyed(), 'createPet with an Idempotency-Key')
 
     const createdBefore = load.count(201)
     await adminQuery(`ALTER DATABASE ${db.name} ALLOW_CONNECTIONS true`)
@@ -256,10 +242,10 @@ forStore('postgres', () => {
     }
 
     // The create refused with 503, retried with the same key: made now, not 409.
-    const retried = await call(port, keyed)
+    const retried = await keyed()
     assert.equal(retried.status, 201, retried.body)
     assert.equal(retried.headers['idempotent-replayed'], undefined)
-    const replayed = await call(port, keyed)
+    const replayed = await keyed()
     assert.equal(replayed.headers['idempotent-replayed'], 'true')
     assert.equal(replayed.body, retried.body)
 

@@ -11,6 +11,7 @@ import {
   unavailableIfCannotServe,
   unavailableToConnect,
 } from '../../../src/storage/postgres/unavailability.js'
+import { DB_READ_ONLY, DB_UNREACHABLE } from '../../support/errors.js'
 import { freshPostgresUrl } from '../../support/postgres.js'
 import { forStore } from '../../support/stores.js'
 
@@ -26,48 +27,55 @@ function socketError(code: string): Error {
   return Object.assign(new Error(`connect ${code} 127.0.0.1:5432`), { code, syscall: 'connect' })
 }
 
-const TABLE: [what: Error | unknown, expected: Unavailability | null][] = [
+/** Errors as the server sends them (SQLSTATE, message), and what each means. */
+const SERVER_ERRORS: [code: string, message: string, expected: Unavailability | null][] = [
   // Refusing writes: a hot standby, a demoted primary, default_transaction_read_only.
-  [serverError('25006', 'cannot execute INSERT in a read-only transaction'), 'read-only'],
-  [serverError('25006', 'cannot execute nextval() in a read-only transaction'), 'read-only'],
-  [
-    serverError('25006', 'cannot execute SELECT FOR UPDATE in a read-only transaction'),
-    'read-only',
-  ],
-  [serverError('25006', 'cannot execute CREATE TABLE in a read-only transaction'), 'read-only'],
-  [serverError('25006', 'cannot execute LISTEN during recovery'), 'read-only'],
+  ['25006', 'cannot execute INSERT in a read-only transaction', 'read-only'],
+  ['25006', 'cannot execute nextval() in a read-only transaction', 'read-only'],
+  ['25006', 'cannot execute SELECT FOR UPDATE in a read-only transaction', 'read-only'],
+  ['25006', 'cannot execute CREATE TABLE in a read-only transaction', 'read-only'],
+  ['25006', 'cannot execute LISTEN during recovery', 'read-only'],
   // Operator intervention: failover, restart, crash, recovery.
-  [serverError('57P01', 'terminating connection due to administrator command'), 'unreachable'],
-  [
-    serverError('57P02', 'terminating connection because of crash of another server process'),
-    'unreachable',
-  ],
-  [serverError('57P03', 'the database system is starting up'), 'unreachable'],
-  [serverError('57P03', 'the database system is in recovery mode'), 'unreachable'],
-  [serverError('57P03', 'the database system is shutting down'), 'unreachable'],
-  [serverError('57P03', 'the database system is not accepting connections'), 'unreachable'],
-  [serverError('57P04', 'terminating connection due to conflict with recovery'), 'unreachable'],
-  [serverError('57P05', 'terminating connection due to idle-session timeout'), 'unreachable'],
-  [serverError('57014', 'canceling statement due to statement timeout'), 'unreachable'],
+  ['57P01', 'terminating connection due to administrator command', 'unreachable'],
+  ['57P02', 'terminating connection because of crash of another server process', 'unreachable'],
+  ['57P03', 'the database system is starting up', 'unreachable'],
+  ['57P03', 'the database system is in recovery mode', 'unreachable'],
+  ['57P03', 'the database system is shutting down', 'unreachable'],
+  ['57P03', 'the database system is not accepting connections', 'unreachable'],
+  ['57P04', 'terminating connection due to conflict with recovery', 'unreachable'],
+  ['57P05', 'terminating connection due to idle-session timeout', 'unreachable'],
+  ['57014', 'canceling statement due to statement timeout', 'unreachable'],
   // A hot standby cancelling a query that conflicts with the WAL it replays.
-  [serverError('40001', 'canceling statement due to conflict with recovery'), 'unreachable'],
-  [serverError('40P01', 'deadlock detected'), 'unreachable'],
+  ['40001', 'canceling statement due to conflict with recovery', 'unreachable'],
+  ['40P01', 'deadlock detected', 'unreachable'],
   // insert_pets's bound on its wait for a lock (migration 004).
-  [serverError('55P03', 'canceling statement due to lock timeout'), 'unreachable'],
-  [
-    serverError('25P03', 'terminating connection due to idle-in-transaction timeout'),
-    'unreachable',
-  ],
+  ['55P03', 'canceling statement due to lock timeout', 'unreachable'],
+  ['25P03', 'terminating connection due to idle-in-transaction timeout', 'unreachable'],
   // Connection exceptions, the server's or a pooler's in front of it.
-  [serverError('08006', 'connection failure'), 'unreachable'],
-  [serverError('08001', 'could not connect to server'), 'unreachable'],
-  [serverError('08P01', 'server conn crashed?'), 'unreachable'],
-  [serverError('08P01', 'query_wait_timeout'), 'unreachable'],
-  [serverError('28P01', 'password authentication failed for user "petstore"'), 'unreachable'],
-  [serverError('3D000', 'database "petstore" does not exist'), 'unreachable'],
-  [serverError('53300', 'sorry, too many clients already'), 'unreachable'],
-  [serverError('53100', 'could not extend file: No space left on device'), 'unreachable'],
-  [serverError('58030', 'could not write to file'), 'unreachable'],
+  ['08006', 'connection failure', 'unreachable'],
+  ['08001', 'could not connect to server', 'unreachable'],
+  ['08P01', 'server conn crashed?', 'unreachable'],
+  ['08P01', 'query_wait_timeout', 'unreachable'],
+  ['28P01', 'password authentication failed for user "petstore"', 'unreachable'],
+  ['3D000', 'database "petstore" does not exist', 'unreachable'],
+  ['53300', 'sorry, too many clients already', 'unreachable'],
+  ['53100', 'could not extend file: No space left on device', 'unreachable'],
+  ['58030', 'could not write to file', 'unreachable'],
+  // Bugs: the server refusing a statement.
+  ['23505', 'duplicate key value violates unique constraint "pets_pkey"', null],
+  ['23503', 'insert or update violates foreign key constraint', null],
+  ['42P01', 'relation "pets" does not exist', null],
+  ['42883', 'function insert_pets(text[]) does not exist', null],
+  ['22P02', 'invalid input syntax for type bigint: "x"', null],
+  ['25001', 'there is already a transaction in progress', null],
+  ['55000', 'object not in prerequisite state', null],
+  ['XX000', 'cache lookup failed', null],
+]
+
+const TABLE: (readonly [what: unknown, expected: Unavailability | null])[] = [
+  ...SERVER_ERRORS.map(
+    ([code, message, expected]) => [serverError(code, message), expected] as const,
+  ),
   // The driver's and the socket's own: the connection lost or never made.
   [new Error('Connection terminated unexpectedly'), 'unreachable'],
   [new Error('Connection terminated'), 'unreachable'],
@@ -79,15 +87,7 @@ const TABLE: [what: Error | unknown, expected: Unavailability | null][] = [
   [socketError('ECONNRESET'), 'unreachable'],
   [socketError('ETIMEDOUT'), 'unreachable'],
   [socketError('ENOTFOUND'), 'unreachable'],
-  // Bugs: the server refusing a statement, the driver misused, the service's own code.
-  [serverError('23505', 'duplicate key value violates unique constraint "pets_pkey"'), null],
-  [serverError('23503', 'insert or update violates foreign key constraint'), null],
-  [serverError('42P01', 'relation "pets" does not exist'), null],
-  [serverError('42883', 'function insert_pets(text[]) does not exist'), null],
-  [serverError('22P02', 'invalid input syntax for type bigint: "x"'), null],
-  [serverError('25001', 'there is already a transaction in progress'), null],
-  [serverError('55000', 'object not in prerequisite state'), null],
-  [serverError('XX000', 'cache lookup failed'), null],
+  // Bugs: the driver misused, the service's own code.
   [
     new Error("Prepared statements must be unique - 'get-pet' was used for a different statement"),
     null,
@@ -113,12 +113,8 @@ forStore('postgres', () => {
           return
         }
         assert.ok(converted instanceof StorageUnavailableError)
-        assert.equal(
-          converted.message,
-          expected === 'read-only'
-            ? 'the database is read-only; retry later'
-            : 'the database is not reachable; retry later',
-        )
+        const message = expected === 'read-only' ? DB_READ_ONLY.message : DB_UNREACHABLE.message
+        assert.equal(converted.message, message)
         assert.equal(converted.retryAfterSeconds, 1)
         assert.equal(converted.cause, err)
       })
@@ -136,7 +132,7 @@ forStore('postgres', () => {
       )
       assert.equal(unavailability(refused), null)
       const converted = unavailableToConnect(refused)
-      assert.equal(converted.message, 'the database is not reachable; retry later')
+      assert.equal(converted.message, DB_UNREACHABLE.message)
       assert.equal(converted.cause, refused)
     })
   })

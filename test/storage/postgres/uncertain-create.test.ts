@@ -60,9 +60,7 @@ forStore('postgres', () => {
     assert.equal(again.status, 201)
     assert.equal(again.headers.get('idempotent-replayed'), 'true')
     assert.deepEqual(await again.json(), pet)
-    assert.deepEqual(
-      (await storedPets(url)).map((p) => p.name),
-      ['Once'],
-    )
+    const names = (await storedPets(url)).map((p) => p.name)
+    assert.deepEqual(names, ['Once'])
   })
 })
