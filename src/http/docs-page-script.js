@@ -1,88 +1,25 @@
-// The script of the reference page at /docs, run in the reader's browser (src/http/docs-page.ts
-// serves it). It reads the OpenAPI document keeping every digit of its int64 values, hands it to
-// Redoc, and runs the "Try it" panel. Plain DOM and no dependency: the page's CSP allows scripts
-// and requests to this origin only.
+// The /docs page's script (served by docs-page.ts): the OpenAPI document with every int64 digit
+// kept, handed to Redoc, and the "Try it" panel. Plain DOM: the CSP allows only this origin.
 ;(() => {
   const KEY_STORAGE = 'petstore.apiKey'
   const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options']
   const script = document.currentScript
   const specUrl = script.dataset.specUrl
 
-  // A string token is checked by the JSON.parse that reads it.
-  const TOKEN =
-    /\s*("(?:[^"\\]|\\.)*"|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null|[{}[\],:])/y
-
   /**
-   * JSON.parse, except that an integer JSON.parse would round (past 2^53, as int64 bounds are)
-   * is given to `exact` as its digits instead of becoming a nearby double.
+   * JSON.parse, except that an integer it would round (past 2^53, as int64 bounds are) is given
+   * to `exact` as its digits instead of becoming a nearby double.
    */
-  function parseExact(text, exact) {
-    let at = 0
-    const fail = () => {
-      throw new SyntaxError(`not JSON at character ${at}`)
-    }
-    const next = () => {
-      TOKEN.lastIndex = at
-      const match = TOKEN.exec(text)
-      if (!match) fail()
-      at = TOKEN.lastIndex
-      return match[1]
-    }
-    const expect = (token) => {
-      if (next() !== token) fail()
-    }
-    const put = (target, key, value) =>
-      Object.defineProperty(target, key, {
-        value,
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      })
-    const value = (token) => {
-      if (token === '{' || token === '[') {
-        const array = token === '['
-        const target = array ? [] : {}
-        let item = next()
-        if (item === (array ? ']' : '}')) return target
-        for (;;) {
-          if (array) target.push(value(item))
-          else {
-            if (item[0] !== '"') fail()
-            expect(':')
-            put(target, JSON.parse(item), value(next()))
-          }
-          const separator = next()
-          if (separator === (array ? ']' : '}')) return target
-          if (separator !== ',') fail()
-          item = next()
-        }
-      }
-      if (token[0] === '"' || token === 'true' || token === 'false' || token === 'null') {
-        return JSON.parse(token)
-      }
-      const number = Number(token)
-      if (Number.isNaN(number)) fail()
-      return /^-?\d+$/.test(token) && !Number.isSafeInteger(number) ? exact(token) : number
-    }
-    const result = value(next())
-    if (/\S/.test(text.slice(at))) fail()
-    return result
-  }
+  const parseExact = (text, exact) =>
+    JSON.parse(text, (_key, value, context) =>
+      typeof value === 'number' && !Number.isSafeInteger(value) && /^-?\d+$/.test(context.source)
+        ? exact(context.source)
+        : value,
+    )
 
   /** JSON.stringify with two-space indents, writing a BigInt as its digits. */
-  function stringify(value, indent = '') {
-    if (typeof value === 'bigint') return String(value)
-    if (value === null || typeof value !== 'object') return JSON.stringify(value)
-    const inner = `${indent}  `
-    const array = Array.isArray(value)
-    const items = array
-      ? value.map((item) => inner + stringify(item, inner))
-      : Object.entries(value).map(
-          ([k, v]) => `${inner}${JSON.stringify(k)}: ${stringify(v, inner)}`,
-        )
-    const [open, close] = array ? ['[', ']'] : ['{', '}']
-    return items.length === 0 ? open + close : `${open}\n${items.join(',\n')}\n${indent}${close}`
-  }
+  const stringify = (value) =>
+    JSON.stringify(value, (_key, v) => (typeof v === 'bigint' ? JSON.rawJSON(String(v)) : v), 2)
 
   /** The object a local `$ref` (`#/components/...`) points to; other objects as they are. */
   function resolve(spec, node) {
@@ -159,26 +96,22 @@
   /** The path the document's first server names (`/v1`), taken on this page's own origin. */
   function basePath(spec) {
     const server = spec.servers?.[0]?.url
-    if (!server) return ''
-    return new URL(server, location.href).pathname.replace(/\/$/, '')
+    return server ? new URL(server, location.href).pathname.replace(/\/$/, '') : ''
   }
 
-  const storage = {
-    read() {
-      try {
-        return sessionStorage.getItem(KEY_STORAGE) ?? ''
-      } catch {
-        return ''
-      }
-    },
-    write(key) {
-      try {
-        if (key) sessionStorage.setItem(KEY_STORAGE, key)
-        else sessionStorage.removeItem(KEY_STORAGE)
-      } catch {
-        // Storage refused (a private window): the key stays in the field alone.
-      }
-    },
+  // Storage may be refused (a private window): the key then stays in the field alone.
+  const readKey = () => {
+    try {
+      return sessionStorage.getItem(KEY_STORAGE) ?? ''
+    } catch {
+      return ''
+    }
+  }
+  const writeKey = (key) => {
+    try {
+      if (key) sessionStorage.setItem(KEY_STORAGE, key)
+      else sessionStorage.removeItem(KEY_STORAGE)
+    } catch {}
   }
 
   function element(tag, properties = {}, children = []) {
@@ -282,14 +215,11 @@
     // Opened, the panel offers the operation the address names, the one Redoc shows: Redoc sets
     // the hash through the History API (menu clicks, scrolling), which fires no hashchange.
     const fromHash = () => select(/\/operation\/([^/]+)$/.exec(location.hash)?.[1] ?? '')
-    panel.key.value = storage.read()
-    panel.key.addEventListener('input', () => storage.write(panel.key.value.trim()))
+    panel.key.value = readKey()
+    panel.key.addEventListener('input', () => writeKey(panel.key.value.trim()))
     panel.select.addEventListener('change', () => select(panel.select.value))
     window.addEventListener('hashchange', fromHash)
-    const details = form.parentElement
-    details.addEventListener('toggle', () => {
-      if (details.open) fromHash()
-    })
+    form.parentElement.addEventListener('toggle', (event) => event.target.open && fromHash())
     if (operations.length > 0) showOperation(panel, operations[0])
     fromHash()
     form.addEventListener('submit', (event) => {
