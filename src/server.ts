@@ -12,7 +12,7 @@ import { loadTls, type TlsMaterial } from './http/tls.js'
 import { loggerOptions } from './observability/logging.js'
 import { Metrics } from './observability/metrics.js'
 import { type MetricsServer, startMetricsServer } from './observability/metrics-server.js'
-import { type OpenedStore, openStore } from './storage/open-store.js'
+import { openStore } from './storage/open-store.js'
 import type { Store } from './storage/store.js'
 
 export { bootstrapKeyPath, ensureBootstrapKey } from './bootstrap-key.js'
@@ -53,7 +53,7 @@ interface Services {
 
 interface StartContext {
   config: Config
-  opened: OpenedStore
+  opened: Awaited<ReturnType<typeof openStore>>
   clock: Clock
   tls: TlsMaterial | undefined
   metrics: Metrics
