@@ -26,9 +26,8 @@ export interface RunningServer {
   /** This process's figures; a cluster worker hands them to the primary, which serves them. */
   metrics: Metrics
   /**
-   * Drains: readiness turns 503 at once while requests are still served for the drain delay
-   * (config.drainDelayMs unless given), then the listener closes, in-flight requests finish, and
-   * storage closes.
+   * Drains: readiness turns 503 at once, requests are still served for the drain delay
+   * (config.drainDelayMs unless given), then in-flight requests finish and storage closes.
    */
   stop(opts?: { drainDelayMs?: number }): Promise<void>
 }
@@ -53,7 +52,7 @@ interface Services {
 
 interface StartContext {
   config: Config
-  opened: Awaited<ReturnType<typeof openStore>>
+  store: Store
   clock: Clock
   tls: TlsMaterial | undefined
   metrics: Metrics
@@ -63,8 +62,7 @@ interface StartContext {
 
 /** Opens everything on top of the store and listens; on failure, closes what it opened. */
 async function openServices(ctx: StartContext): Promise<Services> {
-  const { config } = ctx
-  const { store } = ctx.opened
+  const { config, store } = ctx
   let metricsServer: MetricsServer | null = null
   let redis: Redis | undefined
   try {
@@ -116,21 +114,6 @@ function listeningAddress(app: FastifyInstance, tls: TlsMaterial | undefined): s
   return `${tls ? 'https' : 'http'}://${host}:${addr.port}`
 }
 
-/** Closes the app: in-flight requests finish, unless `timeoutMs` passes first. */
-async function closeApp(app: FastifyInstance, timeoutMs: number): Promise<void> {
-  const timeout = new Promise<void>((resolve) => setTimeout(resolve, timeoutMs).unref())
-  // A keep-alive connection whose request was in flight when the listener closed goes idle
-  // only afterwards, and would hold the close open until the timeout: it is closed as soon
-  // as it is idle (a request pipelined behind the last one is still answered first).
-  const server = app.server
-  const idleSweep =
-    'closeIdleConnections' in server
-      ? setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS)
-      : undefined
-  await Promise.race([app.close(), timeout])
-  clearInterval(idleSweep)
-}
-
 /** The drain once readiness answers 503: wait, close the app, then what it used. */
 async function drain(
   config: Config,
@@ -141,10 +124,17 @@ async function drain(
   // Closing the listener at once would also drop idle keep-alive connections, so a load
   // balancer would never see readiness turn 503; it gets this long to notice and move away.
   await sleep(delayMs)
-  await closeApp(app, config.shutdownTimeoutMs)
-  // Scrapes go on through the drain, so its last figures can be seen; then they stop too.
+  // A keep-alive connection busy when the listener closed would hold the close open until the
+  // timeout: it is closed once idle (a request pipelined behind the last is still answered).
+  const server = app.server
+  const idleSweep =
+    'closeIdleConnections' in server
+      ? setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS)
+      : undefined
+  await Promise.race([app.close(), sleep(config.shutdownTimeoutMs, undefined, { ref: false })])
+  clearInterval(idleSweep)
+  // Scrapes go on through the drain, so its last figures can be seen.
   await metricsServer?.close()
-  // The app has closed, so no counter is being updated any more.
   redis?.disconnect()
   await store.close()
 }
@@ -156,14 +146,13 @@ export async function startServer(
   const clock = clockFor(config)
   // Read before storage opens, so an unusable certificate stops the start with nothing to undo.
   const tls = loadTls(config)
-  const opened = await openStore(config, (err) =>
+  const { store } = await openStore(config, (err) =>
     process.stderr.write(`petstore: database connection error: ${err.message}\n`),
   )
-  const { store } = opened
   let draining = false
   const metrics = new Metrics()
   const isDraining = () => draining
-  const services = await openServices({ config, opened, clock, tls, metrics, isDraining, out })
+  const services = await openServices({ config, store, clock, tls, metrics, isDraining, out })
   const address = listeningAddress(services.app, tls)
   out.write(`${LISTENING_BANNER} ${address} (store: ${store.kind})\n`)
   const metricsUrl = services.metricsServer?.url ?? null

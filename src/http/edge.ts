@@ -5,6 +5,8 @@ import type { TLSSocket } from 'node:tls'
 import { ApiError } from '../errors.js'
 import { isAuthority, parseAuthority, sameAuthority } from './authority.js'
 
+const invalid = (message: string) => new ApiError('invalid_request', message)
+
 /** The request's problem with the edge rules, or null when it has none. */
 export function edgeViolation(req: IncomingMessage): ApiError | null {
   let hosts = 0
@@ -18,17 +20,12 @@ export function edgeViolation(req: IncomingMessage): ApiError | null {
   // RFC 9112 §3.2: an HTTP/1.1 request without Host, or with more than one, is answered 400.
   const needsHost = req.httpVersionMajor === 1 && req.httpVersionMinor >= 1
   if (hosts > 1 || (needsHost && hosts === 0)) {
-    return new ApiError('invalid_request', 'the request must carry exactly one Host header')
+    return invalid('the request must carry exactly one Host header')
   }
   const authority = authorityViolation(req)
   if (authority !== null) return authority
   // Which of two credentials would count is ambiguous; neither is taken.
-  if (authorizations > 1) {
-    return new ApiError(
-      'invalid_request',
-      'the request must carry at most one Authorization header',
-    )
-  }
+  if (authorizations > 1) return invalid('the request must carry at most one Authorization header')
   return null
 }
 
@@ -42,18 +39,15 @@ export const AUTHORITY_RULE =
 function authorityViolation(req: IncomingMessage): ApiError | null {
   const host = req.headers.host
   if (host !== undefined && !isAuthority(host)) {
-    return new ApiError('invalid_request', `the Host header ${AUTHORITY_RULE}`)
+    return invalid(`the Host header ${AUTHORITY_RULE}`)
   }
   const pseudo = req.httpVersionMajor === 2 ? req.headers[':authority'] : undefined
   if (typeof pseudo !== 'string') return null
   const authority = parseAuthority(pseudo)
-  if (authority === null) return new ApiError('invalid_request', `:authority ${AUTHORITY_RULE}`)
+  if (authority === null) return invalid(`:authority ${AUTHORITY_RULE}`)
   const defaultPort = (req.socket as TLSSocket).encrypted ? 443 : 80
   if (host !== undefined && !sameAuthority(parseAuthority(host)!, authority, defaultPort)) {
-    return new ApiError(
-      'invalid_request',
-      'the Host header and :authority must name the same host and port',
-    )
+    return invalid('the Host header and :authority must name the same host and port')
   }
   return null
 }

@@ -5,11 +5,7 @@ import { readFileSync } from 'node:fs'
 import type { Server as NetServer } from 'node:net'
 import type { FastifyBaseLogger } from 'fastify'
 
-/**
- * File descriptors kept out of reach of API connections, for storage, logs and metrics scrapes.
- * Past the rest, a new connection is closed as soon as it is accepted, and that can be seen;
- * libuv, at the limit itself, closes it unseen.
- */
+/** File descriptors kept out of reach of API connections, for storage, logs and metrics scrapes. */
 export const SPARE_FILE_DESCRIPTORS = 64
 
 /** Refusals less than this apart are one burst, logged once. */
@@ -34,12 +30,10 @@ export interface FileDescriptorWatch {
 }
 
 /**
- * The listener takes connections while file descriptors remain beyond the spare ones; past them,
- * each new connection is closed as soon as it is accepted, counted, and the first of a burst
- * logged. Without that, libuv closes connections unseen once the process is at its limit, and
- * storage and metrics scrapes fail for want of a descriptor too. Node's cluster workers are
- * handed connections by the primary, which gives a refused one to another worker, and so on:
- * there only accept errors themselves are seen.
+ * Past the spare descriptors, each new connection is closed as soon as it is accepted, counted,
+ * and the first of a burst logged, rather than closed unseen by libuv at the limit itself. Not in
+ * a cluster worker, whose primary hands a refused connection to the next: there only accept
+ * errors are seen.
  */
 export function watchFileDescriptors(server: NetServer, o: FileDescriptorWatch): void {
   const limit = fileDescriptorLimit()

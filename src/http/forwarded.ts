@@ -19,10 +19,7 @@ type Trusts = (address: string, hop: number) => boolean
 
 const RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal']
 
-/**
- * Node forgets the peer of a connection closed before anything asked for it; the unspecified
- * address stands for it there, so that the client address is an address in every case.
- */
+/** For the peer Node forgets once its connection closes: the client address is always one. */
 const UNKNOWN_PEER = '0.0.0.0'
 
 /** The eight groups of an IPv6 address (no zone) in hex, expanded from URL's canonical form. */
@@ -41,8 +38,8 @@ const compatible = (address: string) => address.replace(/^::(?=[0-9]+\.)/, '::0:
 
 /**
  * The trust rule of the setting. A list entry must be a range name or an address (no zone) with
- * an optional prefix length; throws otherwise, since proxy-addr alone also takes netmasks, forms
- * such as `127.1`, zones, and IPv4-mapped ranges wider than the IPv4 space, which match nothing.
+ * an optional prefix length: proxy-addr alone also takes netmasks, `127.1`, zones, and
+ * IPv4-mapped ranges wider than the IPv4 space, which match nothing.
  */
 export function compileTrust(trust: TrustProxy): Trusts {
   if (typeof trust === 'boolean') return () => trust
@@ -59,10 +56,9 @@ export function compileTrust(trust: TrustProxy): Trusts {
 }
 
 /**
- * The network a client address stands for, by which failed authentications are counted: an IPv4
- * address itself (an IPv4-mapped one too), and the /64 of an IPv6 address, since a home or a host
- * is given a /64 and picks addresses in it freely. A zone is kept: it names a link of this host,
- * which no client chooses. Text that is no IP address stands for itself.
+ * The network failed authentications are counted by: an IPv4 address (an IPv4-mapped one too)
+ * itself, an IPv6 address's /64, which a home or host is given and picks addresses in freely. A
+ * zone is kept (a link of this host, which no client chooses); other text stands for itself.
  */
 export function clientNetwork(address: string): string {
   const zone = address.indexOf('%')
@@ -77,21 +73,14 @@ export function clientNetwork(address: string): string {
 }
 
 /**
- * An X-Forwarded-For entry that may be a client address: an IP address (45 characters at most),
- * without the zone of another host's interface. Anything else (`unknown`, `unix:`, a port, any
- * text a client wrote) ends the walk, so it never becomes the address logs and limits are keyed by.
+ * An X-Forwarded-For entry that may be a client address: an IP address (45 characters at most)
+ * without a zone. Anything else (`unknown`, a port, any text) ends the walk, never keying logs.
  */
 const isAddress = (entry: string) => entry.length <= 45 && !entry.includes('%') && isIP(entry) !== 0
 
 /** The `n`th comma-separated entry from the right (1 is the last), trimmed; undefined if none. */
 function entryFromRight(value: string | string[] | undefined, n: number): string | undefined {
-  if (typeof value !== 'string') return undefined
-  let end = value.length
-  for (let i = 1; i < n; i++) {
-    end = value.lastIndexOf(',', end - 1)
-    if (end <= 0) return undefined
-  }
-  return value.slice(value.lastIndexOf(',', end - 1) + 1, end).trim()
+  return typeof value === 'string' ? value.split(',').at(-n)?.trim() : undefined
 }
 
 export interface RequestOrigin {
@@ -138,8 +127,8 @@ export function createOriginOf(trust: TrustProxy): OriginOf {
 
 /**
  * Gives Fastify's request.ip, host and protocol (and so hostname and port) this module's rule.
- * Fastify's own trustProxy must be off: it reads X-Forwarded-Proto and -Host at their last entry
- * whatever hop the address came from, unchecked, and takes any X-Forwarded-For entry as a client.
+ * Fastify's own trustProxy reads X-Forwarded-Proto and -Host at their last entry whatever hop the
+ * address came from, unchecked, and takes any X-Forwarded-For entry as a client.
  */
 export function registerForwarding(app: FastifyInstance, originOf: OriginOf): void {
   for (const key of ['ip', 'host', 'protocol'] as const) {

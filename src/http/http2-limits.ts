@@ -17,8 +17,7 @@ import { http1Limits, type TransportLimits } from './transport-limits.js'
 
 /**
  * Node's HTTP/2 server applies none of its HTTP/1 limits to its sessions, and laxer defaults to
- * its HTTP/1.1 fallback: the fallback gets http1Limits, and each session is watched. `deadline` is
- * the server's send deadline (from enforceSendLimits), which its streams share.
+ * its HTTP/1.1 fallback: the fallback gets http1Limits, and each session is watched.
  */
 export function enforceHttp2Limits(
   server: Http2SecureServer,
@@ -37,19 +36,15 @@ export function enforceHttp2Limits(
   })
   server.on('session', (session) => {
     const key = addressesOf(session.socket)
-    const end = () => {
+    watchSession(session, limits, stalled, deadline, () => {
       session.destroy()
       sockets.get(key)?.destroy()
-    }
-    watchSession(session, limits, stalled, deadline, end)
+    })
   })
 }
 
-function addressesOf(
-  socket: Pick<Socket, 'localAddress' | 'localPort' | 'remoteAddress' | 'remotePort'>,
-) {
-  return `${socket.localAddress} ${socket.localPort} ${socket.remoteAddress} ${socket.remotePort}`
-}
+const addressesOf = (socket: Socket) =>
+  `${socket.localAddress} ${socket.localPort} ${socket.remoteAddress} ${socket.remotePort}`
 
 /**
  * A session with no open stream closes after the request timeout (before its first) or the
@@ -65,11 +60,10 @@ function watchSession(
   end: () => void,
 ): void {
   let open = 0
-  // Frames do not reset it: a session trickling PINGs or a never-ending header block holds no
-  // stream, and closes all the same.
-  let idle = setTimeout(() => session.destroy(), limits.requestTimeoutMs)
+  // Frames do not reset it: PINGs or a never-ending header block hold no stream.
+  const closeAfter = (ms: number) => setTimeout(() => session.destroy(), ms)
+  let idle = closeAfter(limits.requestTimeoutMs)
   session.once('close', () => clearTimeout(idle))
-  /** When the client last took something of any stream of the session (performance.now()). */
   const progress = { at: performance.now() }
   session.on('stream', (stream: ServerHttp2Stream) => {
     open++
@@ -81,59 +75,41 @@ function watchSession(
           if (stream.headersSent) stream.close(h2.NGHTTP2_CANCEL)
           else stalled(stream)
         }, limits.requestTimeoutMs)
-    const sender = new Http2StreamSender(stream, progress, end)
+    const sender = streamSender(stream, progress, end)
     deadline.watch(sender)
     stream.once('close', () => {
       deadline.unwatch(sender)
       clearTimeout(deadlineOfRequest)
-      if (--open === 0 && !session.destroyed) {
-        idle = setTimeout(() => session.destroy(), limits.keepAliveTimeoutMs)
-      }
+      if (--open === 0 && !session.destroyed) idle = closeAfter(limits.keepAliveTimeoutMs)
     })
   })
 }
 
 /**
- * An HTTP/2 stream's answer as the send deadline sees it. Its writes complete as the client's
- * flow-control window lets the data go; each completed write of a body larger than the stream's
- * buffer ends in 'drain' (Fastify writes one 64 KiB slice at a time), the last in 'finish'.
+ * A stream's answer as the send deadline sees it: each write completes ('drain', the last
+ * 'finish') as the client's flow-control window lets it go. `session.at`: when the client last
+ * took something of any stream of the session.
  */
-class Http2StreamSender implements Sender {
-  private completed = 0
-
-  constructor(
-    private readonly stream: ServerHttp2Stream,
-    private readonly session: { at: number },
-    private readonly end: () => void,
-  ) {
-    const moved = () => {
-      this.completed++
-      session.at = performance.now()
-    }
-    stream.on('drain', moved)
-    stream.once('finish', moved)
+function streamSender(stream: ServerHttp2Stream, session: { at: number }, end: () => void): Sender {
+  let completed = 0
+  const moved = () => {
+    completed++
+    session.at = performance.now()
   }
-
-  unsent(): boolean {
-    if (this.stream.writableLength > 0) return true
-    // Written in full, the request in full, and still open: its END_STREAM has not gone out.
-    return this.stream.writableFinished && this.stream.state.remoteClose === 1
-  }
-
-  taken(): number {
-    return this.completed
-  }
-
-  cut(since: number): void {
-    if (this.session.at <= since) this.end()
-    else this.stream.close(h2.NGHTTP2_CANCEL)
+  stream.on('drain', moved)
+  stream.once('finish', moved)
+  return {
+    // Or written in full, the request in full, and its END_STREAM not gone out.
+    unsent: () =>
+      stream.writableLength > 0 || (stream.writableFinished && stream.state.remoteClose === 1),
+    taken: () => completed,
+    cut: (since) => (session.at <= since ? end() : stream.close(h2.NGHTTP2_CANCEL)),
   }
 }
 
 /**
- * The request bodies the routes read over HTTP/2. A stream whose request is late fails its body
- * with a 408 error as the routes read it, so the error handler answers it (logged and counted as
- * any answer), and its session gets a GOAWAY, as HTTP/1.1 closes the connection.
+ * The request bodies the routes read over HTTP/2. A late request's body fails with a 408 error,
+ * which the error handler answers as any other, and its session gets a GOAWAY.
  */
 export class Http2Bodies {
   private readonly bodies = new WeakMap<ServerHttp2Stream, PassThrough>()

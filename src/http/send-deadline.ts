@@ -9,17 +9,14 @@ import type { FastifyInstance, onSendHookHandler } from 'fastify'
 import { checkEveryMs, type TransportLimits } from './transport-limits.js'
 
 /**
- * Requests of one HTTP/1.1 connection the app works on at once. Node parses every request of a
- * read (64 KiB: some 1,300 short GETs) and would start them all, each holding its answer until
- * those before it are sent; past this many, the rest wait and the connection is not read.
+ * Requests of one HTTP/1.1 connection the app works on at once: Node would start every request
+ * of a 64 KiB read. Past this many, the connection is not read.
  */
 export const MAX_PIPELINED_REQUESTS = 8
 
 /**
- * A larger body over TLS is written this much at a time (one TLS record), each slice once the one
- * before is taken: TLS encrypts whatever it is given at once, so a 1.1 MB answer to a client that
- * reads nothing would hold an encrypted copy of it all. HTTP/2 answers are written 64 KiB at a
- * time by Fastify already; plain HTTP writes from the one copy every answer shares.
+ * A larger body over TLS goes one TLS record at a time: TLS encrypts all it is given at once, so
+ * a client that reads nothing would hold an encrypted copy of it all.
  */
 export const SEND_SLICE_BYTES = 16 * 1024
 
@@ -47,7 +44,6 @@ export class SendDeadline {
   ) {}
 
   watch(sender: Sender): void {
-    // What was taken is read by the checks, once there is something to send.
     this.watched.set(sender, { taken: Number.NaN, since: performance.now() })
     this.timer ??= setInterval(() => this.check(), this.everyMs).unref()
   }
@@ -65,12 +61,8 @@ export class SendDeadline {
     }
     const now = performance.now()
     for (const [sender, last] of this.watched) {
-      if (!sender.unsent()) {
-        last.taken = Number.NaN
-        last.since = now
-        continue
-      }
-      const taken = sender.taken()
+      // NaN (equal to nothing) while there is nothing to send: the deadline starts afresh.
+      const taken = sender.unsent() ? sender.taken() : Number.NaN
       if (taken !== last.taken) {
         last.taken = taken
         last.since = now
@@ -84,10 +76,7 @@ export class SendDeadline {
 
 type RequestListener = (req: IncomingMessage, res: ServerResponse) => void
 
-/**
- * An HTTP/1.x connection: the requests the app works on (at most MAX_PIPELINED_REQUESTS), those
- * pipelined behind them, and how much of what was written to it the client has taken.
- */
+/** An HTTP/1.x connection: the requests the app works on, those pipelined behind them. */
 class Http1Connection implements Sender {
   /** Answers handed to the app and not finished, oldest first: Node sends them in order. */
   private readonly answering: ServerResponse[] = []
@@ -111,26 +100,15 @@ class Http1Connection implements Sender {
   }
 
   take(req: IncomingMessage, res: ServerResponse): void {
-    if (this.answering.length < MAX_PIPELINED_REQUESTS && this.queued.length === 0) {
-      this.answering.push(res)
-      this.handOver(req, res)
-      return
-    }
     this.queued.push([req, res])
-    if (!this.held) {
-      this.held = true
-      this.socket.pause()
-    }
+    if (this.queued.length === 1) this.startQueued()
   }
 
   /** Node has written all of `res`. */
   finished(res: ServerResponse): void {
-    if (this.answering[0] === res) this.answering.shift()
-    else {
-      const at = this.answering.indexOf(res)
-      if (at === -1) return
-      this.answering.splice(at, 1)
-    }
+    const at = this.answering.indexOf(res)
+    if (at === -1) return
+    this.answering.splice(at, 1)
     // After Node is done with the answer that finished, which it still is while this runs.
     if (this.queued.length > 0) queueMicrotask(() => this.startQueued())
   }
@@ -140,9 +118,8 @@ class Http1Connection implements Sender {
   }
 
   taken(): number {
-    // Bytes whose writes completed (handed to the kernel, which takes them as the client reads),
-    // less what libuv still holds of the write under way: it shrinks as the kernel takes a part
-    // of a large write. Node's own socket timeouts read the same count.
+    // Completed writes, less what libuv still holds of the one under way (it shrinks as the
+    // kernel takes a part of a large write), as Node's own socket timeouts count.
     const queued = (this.socket as { _handle?: { writeQueueSize?: number } })._handle
       ?.writeQueueSize
     return this.socket.bytesWritten - this.socket.writableLength - (queued ?? 0)
@@ -158,17 +135,18 @@ class Http1Connection implements Sender {
       this.answering.push(res)
       this.handOver(req, res)
     }
-    if (this.queued.length === 0 && this.held) {
-      this.held = false
-      this.socket.resume()
-    }
+    const held = this.queued.length > 0
+    if (held === this.held) return
+    this.held = held
+    if (held) this.socket.pause()
+    else this.socket.resume()
   }
 
   private closed(): void {
     this.queued.length = 0
     this.held = false
-    // Node tells only the answer that holds the socket; those queued behind it never hear, and
-    // would be neither logged nor released. After Node's own listeners, so none hears it twice.
+    // Node tells only the answer that holds the socket; those behind it would be neither logged
+    // nor released. After Node's own listeners, so none hears it twice.
     process.nextTick(() => {
       for (const res of this.answering) {
         if (res.closed) continue
@@ -179,25 +157,18 @@ class Http1Connection implements Sender {
   }
 }
 
-/**
- * The limits on what a server sends, on every transport: its HTTP/1.x requests go through
- * Http1Connection (the pipelining limit, the send deadline), larger bodies over TLS are written a
- * slice at a time. Returns the server's deadline, which its HTTP/2 streams share (see
- * enforceHttp2Limits).
- */
+const RESPONSE_FINISH = 'http.server.response.finish'
+
+/** The limits on what a server sends; returns the deadline its HTTP/2 streams share. */
 export function enforceSendLimits(app: FastifyInstance, limits: TransportLimits): SendDeadline {
   const server = app.server as Server
   const deadline = new SendDeadline(limits.requestTimeoutMs, checkEveryMs(limits))
-  /** The server's HTTP/1.x connections, by socket, for Node's report of finished answers. */
   const connections = new WeakMap<Socket, Http1Connection>()
   const listeners = server.listeners('request') as RequestListener[]
   server.removeAllListeners('request')
-  const handOver: RequestListener =
-    listeners.length === 1
-      ? (req, res) => listeners[0]!.call(server, req, res)
-      : (req, res) => {
-          for (const listener of listeners) listener.call(server, req, res)
-        }
+  const handOver: RequestListener = (req, res) => {
+    for (const listener of listeners) listener.call(server, req, res)
+  }
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     // HTTP/2 streams come on the same event on the HTTP/2 port; their session counts them.
     if (req.httpVersionMajor !== 1) return handOver(req, res)
@@ -208,27 +179,17 @@ export function enforceSendLimits(app: FastifyInstance, limits: TransportLimits)
     }
     connection.take(req, res)
   })
-  hearFinishes(server, connections)
-  app.addHook('onSend', sliceLargeBody)
-  return deadline
-}
-
-const RESPONSE_FINISH = 'http.server.response.finish'
-
-/**
- * One report per finished answer, from Node itself, rather than a listener on every answer. Heard
- * while the server listens: Node's channel is the whole process's, and a closed server has no
- * connection left.
- */
-function hearFinishes(server: Server, connections: WeakMap<Socket, Http1Connection>): void {
-  const heard = (message: unknown) => {
+  // Heard only while the server listens: Node's channel is the whole process's.
+  const finished = (message: unknown) => {
     const { response, socket } = message as { response: ServerResponse; socket: Socket }
     connections.get(socket)?.finished(response)
   }
-  const hear = () => subscribe(RESPONSE_FINISH, heard)
+  const hear = () => subscribe(RESPONSE_FINISH, finished)
   if (server.listening) hear()
   server.on('listening', hear)
-  server.on('close', () => unsubscribe(RESPONSE_FINISH, heard))
+  server.on('close', () => unsubscribe(RESPONSE_FINISH, finished))
+  app.addHook('onSend', sliceLargeBody)
+  return deadline
 }
 
 /** A body larger than SEND_SLICE_BYTES, as a stream of slices of it (HTTP/1.x over TLS). */
@@ -238,12 +199,11 @@ const sliceLargeBody: onSendHookHandler<unknown> = (request, reply, payload, don
     (request.raw.socket as TLSSocket).encrypted !== true ||
     request.method === 'HEAD' ||
     !(typeof payload === 'string' || Buffer.isBuffer(payload)) ||
-    payload.length <= SEND_SLICE_BYTES / 3
+    Buffer.byteLength(payload) <= SEND_SLICE_BYTES
   ) {
     return done(null, payload)
   }
   const body = typeof payload === 'string' ? Buffer.from(payload) : payload
-  if (body.length <= SEND_SLICE_BYTES) return done(null, payload)
   reply.header('content-length', String(body.length))
   let at = 0
   const slices = new Readable({

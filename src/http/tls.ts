@@ -25,9 +25,8 @@ function readPem(variable: string, path: string, problems: string[]): Buffer | n
 }
 
 /**
- * Reads the certificate and key named by the settings; undefined when TLS is off. A missing
- * file, a malformed PEM or a key that does not belong to the certificate stops the start here,
- * naming the settings, rather than at the first handshake.
+ * Reads the certificate and key named by the settings; undefined when TLS is off. An unusable
+ * file or pair stops the start here, naming the settings, rather than at the first handshake.
  */
 export function loadTls(config: Config): TlsMaterial | undefined {
   if (config.tlsCertPath === null || config.tlsKeyPath === null) return undefined
@@ -46,13 +45,11 @@ export function loadTls(config: Config): TlsMaterial | undefined {
 }
 
 /**
- * Fastify's server options for the material. Its types tie the instance's type to the kind of
- * server; the app only uses what HTTP/1 and HTTP/2 compatibility requests share (headers, URL,
- * client address), so the instance keeps its HTTP/1 type and these options stay opaque.
+ * Fastify's server options for the material, with Node's (which Fastify passes on only for plain
+ * HTTP). Opaque, so the instance keeps its HTTP/1 type: the app uses only what both share.
  */
 export function tlsServerOptions(
   tls: TlsMaterial | undefined,
-  /** Node's HTTP server options, which Fastify passes on only for plain HTTP. */
   serverOptions: object,
   limits: TransportLimits,
 ): object {
@@ -74,12 +71,8 @@ export function transportHeaders(
  * HTTP/1, where HTTP/2 forbids that header and takes a GOAWAY instead (streams in flight finish).
  */
 export function closeConnectionAfterResponse(request: FastifyRequest, reply: FastifyReply): void {
-  if (request.raw.httpVersionMajor >= 2) {
-    const stream = (request.raw as unknown as Http2ServerRequest).stream
-    stream.session?.close()
-  } else {
-    reply.header('connection', 'close')
-  }
+  if (request.raw.httpVersionMajor < 2) reply.header('connection', 'close')
+  else (request.raw as unknown as Http2ServerRequest).stream.session?.close()
 }
 
 /**

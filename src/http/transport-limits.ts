@@ -1,11 +1,7 @@
-// The limits every transport enforces alike (plain HTTP, HTTPS, HTTP/2 and its HTTP/1.1
-// fallback), and the options Node's HTTP/1 and TLS servers take them as.
+// The limits every transport enforces alike, and the options Node's HTTP/1 and TLS servers take.
 
 export interface TransportLimits {
-  /**
-   * Headers and body of a request (and a TLS handshake) must arrive within this, and an answer
-   * whose client takes none of its bytes for this long is cut (the send deadline).
-   */
+  /** A request (and a TLS handshake) must arrive within this; the send deadline too. */
   requestTimeoutMs: number
   /** An idle connection, or an HTTP/2 session with no open stream, closes after this. */
   keepAliveTimeoutMs: number
@@ -14,18 +10,15 @@ export interface TransportLimits {
 /** Streams one HTTP/2 session may have open at once (nginx allows 128). */
 export const MAX_CONCURRENT_STREAMS = 100
 
-/**
- * How often the limits are looked at: a twentieth of the request timeout, at most every second,
- * so that a limit holds within that of its time.
- */
+/** How often the limits are looked at: a twentieth of the request timeout, a second at most. */
 export function checkEveryMs(limits: TransportLimits): number {
   return Math.min(1000, Math.ceil(limits.requestTimeoutMs / 20))
 }
 
 /**
  * Node's HTTP/1 limits, for every server that parses HTTP/1.1. Node cuts a request only with
- * headersTimeout at most its requestTimeout, and looks for one past its time every
- * connectionsCheckingInterval (by default 30 s, up to twice the timeout).
+ * headersTimeout at most its requestTimeout, and looks every connectionsCheckingInterval
+ * (30 s by default).
  */
 export function http1Limits(limits: TransportLimits) {
   return {
