@@ -3,7 +3,7 @@ import { resolve } from 'node:path'
 import { readDotEnv } from './dot-env.js'
 import type { TrustProxy } from './http/forwarded.js'
 import { GETPET_SUNSET } from './pets/deprecation.js'
-import { unknownSettingProblems } from './setting-names.js'
+import { isServiceLink, unknownSettingProblems } from './setting-names.js'
 import {
   apiKeyList,
   baseUrl,
@@ -385,12 +385,19 @@ export type Config = {
   -readonly [S in (typeof settings)[number] as S['key']]: ReturnType<S['parse']>
 }
 
-/** The variables settings are read from: .env's, with the real environment winning over it. */
+/**
+ * The variables settings are read from: .env's, with the real environment winning over it, less
+ * Kubernetes' service links.
+ */
 function settingsSource(
   env: Record<string, string | undefined>,
   dotEnvPath: string | null,
 ): Record<string, string | undefined> {
-  return { ...(dotEnvPath ? readDotEnv(resolve(dotEnvPath)) : {}), ...env }
+  const source = { ...(dotEnvPath ? readDotEnv(resolve(dotEnvPath)) : {}), ...env }
+  for (const [name, value] of Object.entries(source)) {
+    if (isServiceLink(name, value)) delete source[name]
+  }
+  return source
 }
 
 export function loadConfig(

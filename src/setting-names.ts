@@ -13,6 +13,25 @@ const LEFT_TO_OTHERS = new Set([
 /** The test suite's and the benchmarks' own variables: no setting will ever begin so. */
 const LEFT_TO_OTHERS_PREFIXES = ['PETSTORE_TEST_', 'PETSTORE_BENCH_']
 
+/**
+ * Kubernetes' service links: a Service named `petstore` (or `petstore-metrics`) puts
+ * PETSTORE_SERVICE_HOST, PETSTORE_SERVICE_PORT_HTTP, PETSTORE_PORT_8080_TCP_ADDR… and
+ * PETSTORE_PORT=tcp://10.0.0.11:8080 (PETSTORE_METRICS_PORT=tcp://…) into every pod.
+ */
+const SERVICE_LINK =
+  /^PETSTORE_(?:[A-Z0-9_]+_)?(?:SERVICE_HOST|SERVICE_PORT(?:_[A-Z0-9_]+)?|PORT_\d+_(?:TCP|UDP|SCTP)(?:_PROTO|_PORT|_ADDR)?)$/
+const SERVICE_LINK_PORT = /^PETSTORE_(?:[A-Z0-9_]+_)?PORT$/
+const SERVICE_ADDRESS = /^(?:tcp|udp|sctp):\/\/[^/\s]+:\d+$/
+
+/**
+ * Whether a variable is a service link rather than a setting. A variable set in the pod's own
+ * `env` wins over a link of the same name, so a link's value is never the operator's setting.
+ */
+export function isServiceLink(name: string, value: string | undefined): boolean {
+  if (SERVICE_LINK.test(name)) return true
+  return SERVICE_LINK_PORT.test(name) && value !== undefined && SERVICE_ADDRESS.test(value)
+}
+
 /** Whether `name` is a PETSTORE_* name the service must refuse: neither a setting nor left to others. */
 function isUnknown(name: string, known: readonly string[]): boolean {
   if (!name.startsWith('PETSTORE_') || known.includes(name)) return false

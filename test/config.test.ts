@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { ConfigError, loadConfig } from '../src/config.js'
+import { ConfigError, configWith, loadConfig } from '../src/config.js'
 import { storeIndependent } from './support/stores.js'
 import { tempDir } from './support/workspace.js'
 
@@ -143,6 +143,34 @@ storeIndependent(() => {
         return true
       },
     )
+  })
+
+  test("Kubernetes' service links of Services named petstore and petstore-metrics are no settings", () => {
+    const links = {
+      PETSTORE_SERVICE_HOST: '10.0.0.11',
+      PETSTORE_SERVICE_PORT: '8080',
+      PETSTORE_SERVICE_PORT_HTTP: '8080',
+      PETSTORE_PORT: 'tcp://10.0.0.11:8080',
+      PETSTORE_PORT_8080_TCP: 'tcp://10.0.0.11:8080',
+      PETSTORE_PORT_8080_TCP_PROTO: 'tcp',
+      PETSTORE_PORT_8080_TCP_PORT: '8080',
+      PETSTORE_PORT_8080_TCP_ADDR: '10.0.0.11',
+      PETSTORE_METRICS_SERVICE_HOST: '10.0.0.12',
+      PETSTORE_METRICS_SERVICE_PORT: '9464',
+      PETSTORE_METRICS_PORT: 'tcp://10.0.0.12:9464',
+      PETSTORE_METRICS_PORT_9464_TCP: 'tcp://10.0.0.12:9464',
+      PETSTORE_METRICS_PORT_9464_TCP_ADDR: '10.0.0.12',
+    }
+    const config = loadConfig({ ...links, PETSTORE_RATE_LIMIT_MAX: '10' }, null)
+    assert.equal(config.rateLimitMax, 10)
+    // The metrics port keeps its default: a link's address is not the operator's setting.
+    assert.equal(config.metricsPort, configWith().metricsPort)
+    // Set in the pod's own env, the setting wins over the link, and is read as any setting.
+    assert.equal(loadConfig({ ...links, PETSTORE_METRICS_PORT: '9100' }, null).metricsPort, 9100)
+    assert.throws(() => loadConfig({ PETSTORE_METRICS_PORT: 'tcp://10.0.0.12' }, null), {
+      message:
+        'invalid configuration:\n  PETSTORE_METRICS_PORT="tcp://10.0.0.12" is invalid: expected an integer from 0 to 65535, or `off`',
+    })
   })
 
   test('an unknown name is reported with the bad values, after them', () => {
