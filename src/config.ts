@@ -1,7 +1,6 @@
 // The only module that reads process.env: every setting is parsed and checked here, once, at start.
 import { resolve } from 'node:path'
 import { readDotEnv } from './dot-env.js'
-import type { TrustProxy } from './http/forwarded.js'
 import { GETPET_SUNSET } from './pets/deprecation.js'
 import { isServiceLink, unknownSettingProblems } from './setting-names.js'
 import {
